@@ -1,0 +1,98 @@
+"""Global flags, read and set the way JAX does: ``minijax.config.update(name, value)``.
+
+Only a handful of flags exist, each one because a chapter needs it:
+
+* ``jax_enable_x64`` -- off by default, as in JAX: 64-bit requests are canonicalised to
+  32-bit. The environment variable ``JAX_ENABLE_X64`` sets the initial value.
+* ``jax_numpy_dtype_promotion`` -- ``"standard"`` or ``"strict"`` (only weak-to-strong
+  implicit promotion is allowed).
+
+Other modules read a flag as an attribute (``config.jax_enable_x64``) at the moment they
+need it, so that flipping a flag takes effect at once. Modules that cache results which
+depend on a flag register a callback with :func:`on_change` to clear their cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+class Config:
+    """A small registry of named flags with validation, mirroring ``jax.config``."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, object] = {
+            "jax_enable_x64": _truthy(os.environ.get("JAX_ENABLE_X64", "0")),
+            "jax_numpy_dtype_promotion": os.environ.get(
+                "JAX_NUMPY_DTYPE_PROMOTION", "standard"
+            ),
+        }
+        self._validators: dict[str, Callable[[object], object]] = {
+            "jax_enable_x64": self._as_bool,
+            "jax_numpy_dtype_promotion": self._as_promotion_mode,
+        }
+        self._callbacks: list[Callable[[], None]] = []
+        self._as_promotion_mode(self._values["jax_numpy_dtype_promotion"])
+
+    @staticmethod
+    def _as_bool(value: object) -> bool:
+        if isinstance(value, str):
+            return _truthy(value)
+        return bool(value)
+
+    @staticmethod
+    def _as_promotion_mode(value: object) -> str:
+        if value not in ("standard", "strict"):
+            raise ValueError(
+                "jax_numpy_dtype_promotion must be 'standard' or 'strict', "
+                f"got {value!r}"
+            )
+        return str(value)
+
+    def update(self, name: str, value: object) -> None:
+        """Set flag ``name`` to ``value``, e.g. ``config.update("jax_enable_x64", True)``."""
+        if name not in self._values:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        self._values[name] = self._validators[name](value)
+        for callback in self._callbacks:
+            callback()
+
+    def read(self, name: str) -> object:
+        if name not in self._values:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        return self._values[name]
+
+    def __getattr__(self, name: str) -> object:
+        # Only called for names that are not ordinary attributes: the flags.
+        values = self.__dict__.get("_values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(f"Unrecognized config option: {name}")
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after every update (used to clear caches)."""
+        self._callbacks.append(callback)
+
+    @contextlib.contextmanager
+    def override(self, name: str, value: object) -> Iterator[None]:
+        """Temporarily set a flag: ``with config.override("jax_enable_x64", True): ...``."""
+        old = self.read(name)
+        self.update(name, value)
+        try:
+            yield
+        finally:
+            self.update(name, old)
+
+
+config = Config()
+
+
+def numpy_dtype_promotion(mode: str) -> contextlib.AbstractContextManager[None]:
+    """Context manager like ``jax.numpy_dtype_promotion('strict')``."""
+    return config.override("jax_numpy_dtype_promotion", mode)
