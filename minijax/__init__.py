@@ -4,10 +4,39 @@ Use it the way you would use JAX::
 
     import minijax as jax
     import minijax.numpy as jnp
+    from minijax import lax
 """
 
+from minijax import errors, lax, numpy, tree_util
+from minijax.array import Array
 from minijax.config import config, numpy_dtype_promotion
+from minijax.core import ShapedArray
+from minijax.runtime import (
+    block_until_ready,
+    default_backend,
+    device_count,
+    device_put,
+    devices,
+    local_device_count,
+    local_devices,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["config", "numpy_dtype_promotion"]
+__all__ = [
+    "Array",
+    "ShapedArray",
+    "block_until_ready",
+    "config",
+    "default_backend",
+    "device_count",
+    "device_put",
+    "devices",
+    "errors",
+    "lax",
+    "local_device_count",
+    "local_devices",
+    "numpy",
+    "numpy_dtype_promotion",
+    "tree_util",
+]

@@ -26,19 +26,19 @@ def _truthy(text: str) -> bool:
 class Config:
     """A small registry of named flags with validation, mirroring ``jax.config``."""
 
+    jax_enable_x64: bool
+    jax_numpy_dtype_promotion: str
+
     def __init__(self) -> None:
-        self._values: dict[str, object] = {
-            "jax_enable_x64": _truthy(os.environ.get("JAX_ENABLE_X64", "0")),
-            "jax_numpy_dtype_promotion": os.environ.get(
-                "JAX_NUMPY_DTYPE_PROMOTION", "standard"
-            ),
-        }
         self._validators: dict[str, Callable[[object], object]] = {
             "jax_enable_x64": self._as_bool,
             "jax_numpy_dtype_promotion": self._as_promotion_mode,
         }
         self._callbacks: list[Callable[[], None]] = []
-        self._as_promotion_mode(self._values["jax_numpy_dtype_promotion"])
+        # Flags are plain attributes, so reading one on a hot path costs nothing extra.
+        self.jax_enable_x64 = _truthy(os.environ.get("JAX_ENABLE_X64", "0"))
+        self.jax_numpy_dtype_promotion = self._as_promotion_mode(
+            os.environ.get("JAX_NUMPY_DTYPE_PROMOTION", "standard"))
 
     @staticmethod
     def _as_bool(value: object) -> bool:
@@ -57,23 +57,16 @@ class Config:
 
     def update(self, name: str, value: object) -> None:
         """Set flag ``name`` to ``value``, e.g. ``config.update("jax_enable_x64", True)``."""
-        if name not in self._values:
+        if name not in self._validators:
             raise AttributeError(f"Unrecognized config option: {name}")
-        self._values[name] = self._validators[name](value)
+        setattr(self, name, self._validators[name](value))
         for callback in self._callbacks:
             callback()
 
     def read(self, name: str) -> object:
-        if name not in self._values:
+        if name not in self._validators:
             raise AttributeError(f"Unrecognized config option: {name}")
-        return self._values[name]
-
-    def __getattr__(self, name: str) -> object:
-        # Only called for names that are not ordinary attributes: the flags.
-        values = self.__dict__.get("_values", {})
-        if name in values:
-            return values[name]
-        raise AttributeError(f"Unrecognized config option: {name}")
+        return getattr(self, name)
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` after every update (used to clear caches)."""

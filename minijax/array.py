@@ -1,0 +1,159 @@
+"""``minijax.Array``: an immutable array that lives on a device and may still be computing.
+
+An ``Array`` is a promise. An operation returns one at once, knowing only its abstract
+value (shape, dtype, weak type), and a device's worker thread fills in the NumPy value
+later (see ``minijax.runtime``). Anything that needs the numbers -- printing,
+``np.asarray``, ``.item()``, ``.block_until_ready()`` -- waits for them. That is JAX's
+asynchronous dispatch (非同步派遣), for real.
+
+Arrays are immutable: the stored NumPy value is read-only, ``x[0] = 1`` raises JAX's
+``TypeError``, and updates go through ``x.at[idx].set(y)``, which returns a new array.
+
+Operators and methods (``+``, ``@``, ``x.sum()``, ``x[0]``, ``x.at``) are attached by
+``minijax.numpy``, because they are written with ``jnp`` and this module sits below it.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import numpy as np
+
+from minijax import errors
+from minijax.core import ShapedArray, Tracer
+
+
+class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tracer
+    """A concrete array on a device. ``isinstance(tracer, Array)`` is also true, as in JAX.
+
+    ``_value`` is ``None`` until the worker has computed it; ``_error`` holds the exception
+    if the computation failed, raised at the first wait.
+    """
+
+    __slots__ = ("aval", "_value", "_error", "_device", "_committed", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, aval: ShapedArray, value: np.ndarray | None, device: Any,
+                 committed: bool = False) -> None:
+        self.aval = aval
+        self._value = value
+        self._error: BaseException | None = None
+        self._device = device
+        self._committed = committed
+
+    # --- what is known at once -----------------------------------------------------------
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+    itemsize = property(lambda self: self.aval.dtype.itemsize)
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+
+    @property
+    def device(self) -> Any:
+        """The device this array lives on."""
+        return self._device
+
+    def devices(self) -> set[Any]:
+        return {self._device}
+
+    @property
+    def committed(self) -> bool:
+        """Placed on its device explicitly (``device_put(x, d)``), so it must stay there."""
+        return self._committed
+
+    def is_ready(self) -> bool:
+        return self._value is not None or self._error is not None
+
+    # --- waiting for the value -----------------------------------------------------------
+    def _wait(self) -> np.ndarray:
+        """The NumPy value, once the device has computed it (raises if it failed)."""
+        if self._value is None:
+            if self._error is None:
+                self._device.synchronize()
+            if self._error is not None:
+                raise errors.JaxRuntimeError(
+                    f"the computation of this {self.aval.str_long()} array failed: "
+                    f"{type(self._error).__name__}: {self._error}"
+                ) from self._error
+        return self._value
+
+    def block_until_ready(self) -> Array:
+        self._wait()
+        return self
+
+    # --- conversions to Python and NumPy -------------------------------------------------
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        value = self._wait()
+        if value.flags.writeable:  # hand out read-only views only: arrays are immutable
+            value.flags.writeable = False
+        if copy:
+            return np.array(value, dtype=dtype)
+        return value if dtype is None else value.astype(dtype)
+
+    def item(self, *args: Any) -> Any:
+        return self._wait().item(*args)
+
+    def tolist(self) -> Any:
+        return self._wait().tolist()
+
+    def __bool__(self) -> bool:
+        return bool(self._wait())
+
+    def __int__(self) -> int:
+        return int(self._wait())
+
+    def __float__(self) -> float:
+        return float(self._wait())
+
+    def __complex__(self) -> complex:
+        return complex(self._wait())
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "biu":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._wait())
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __format__(self, spec: str) -> str:
+        value = self._wait()
+        return format(value.item() if value.ndim == 0 else value, spec)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise errors.item_assignment_error()
+
+    __hash__ = None  # type: ignore[assignment]  # like NumPy and JAX arrays
+
+    def __reduce__(self):
+        # Pickling and copy.deepcopy move the value, not the device or the pending work.
+        return (_from_pickled, (np.array(self._wait()), self.weak_type))
+
+    # --- printing --------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        value = self._wait()
+        suffix = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        body = np.array2string(value, prefix="Array(", suffix=",", separator=", ")
+        return f"Array({body}, {suffix})"
+
+    def __str__(self) -> str:
+        return str(self._wait())
+
+
+Array.register(Tracer)
+
+
+def _from_pickled(value: np.ndarray, weak_type: bool) -> Array:
+    from minijax.runtime import put_numpy
+
+    return put_numpy(value, weak_type=weak_type)

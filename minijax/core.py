@@ -1,0 +1,367 @@
+"""The spine of minijax: abstract values, primitives, traces and tracers.
+
+Every operation in minijax ends in ``primitive.bind(*args, **params)``. ``bind`` does not
+compute anything itself: it hands the primitive to the *current trace* (an interpreter),
+and the trace decides what "applying sin" means right now:
+
+* the evaluation trace (``runtime.EvalTrace``) computes it on a device;
+* the jaxpr trace (``tracing.JaxprTrace``) records an equation instead;
+* the JVP trace computes a value and a derivative, and so on.
+
+Which trace is current is *context*, swapped in a ``with set_current_trace(...)`` block,
+as in JAX's current "stackless" core. A transformation is therefore an interpreter: a
+subclass of :class:`Trace` with one method, :meth:`Trace.process_primitive`.
+
+Values a trace handles that are not plain arrays are :class:`Tracer` objects. A tracer
+belongs to one trace; its abstract value (:class:`ShapedArray`: shape, dtype and weak
+type) is all that the shape rules of the primitives need.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from minijax import errors
+
+# ---------------------------------------------------------------------------------------
+# Abstract values
+# ---------------------------------------------------------------------------------------
+
+_SHORT_DTYPE_NAMES = {
+    "bool": "bool", "bfloat16": "bf16",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "float32": "f32", "float64": "f64",
+    "complex64": "c64", "complex128": "c128",
+}
+
+
+def short_dtype_name(dtype: np.dtype) -> str:
+    """``float32`` -> ``f32``: the spelling jaxprs use."""
+    return _SHORT_DTYPE_NAMES.get(dtype.name, dtype.name)
+
+
+class ShapedArray:
+    """What a trace knows about a value it cannot see: its shape, dtype and weak type.
+
+    ``weak_type`` marks values that came from Python scalars (``2.0``): they adopt the
+    dtype of whatever they meet (see ``minijax.dtypes``).
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False) -> None:
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+        )
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def str_short(self) -> str:
+        """The jaxpr spelling: ``f32[3,4]``."""
+        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def str_long(self) -> str:
+        """The spelling error messages use: ``float32[3,4]``."""
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is ShapedArray
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_long()}{weak})"
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of an Array, a Tracer, or anything else with ``.aval``."""
+    return x.aval
+
+
+# ---------------------------------------------------------------------------------------
+# Primitives
+# ---------------------------------------------------------------------------------------
+
+
+class Primitive:
+    """A named operation: the unit that every trace knows how to interpret.
+
+    A primitive carries two rules of its own: ``impl`` (compute it on NumPy arrays) and
+    ``abstract_eval`` (from input avals and params to output avals: the shape rule).
+    The rules of each *transformation* live in that transformation's own module, in a
+    table keyed by primitive, so that all JVP rules, say, can be read in one file.
+    """
+
+    # Higher-order primitives (cond, while, ...) are evaluated eagerly by Python code that
+    # binds other primitives, on the calling thread, rather than by one NumPy kernel.
+    eager_rule: Callable[..., Any] | None = None
+
+    def __init__(self, name: str, multiple_results: bool = False) -> None:
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        """Apply the primitive under the current trace."""
+        return current_trace().process_primitive(self, args, params)
+
+    def def_impl(self, impl: Callable[..., Any]) -> Callable[..., Any]:
+        """Register how to compute the primitive on NumPy arrays (used eagerly)."""
+        self.impl = impl
+        return impl
+
+    def def_abstract_eval(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Register the shape rule: ``rule(*avals, **params) -> aval`` (or a list)."""
+        self.abstract_eval = rule
+        return rule
+
+    def def_eager_rule(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Register Python-level eager evaluation (for primitives that carry jaxprs)."""
+        self.eager_rule = rule
+        return rule
+
+    def impl(self, *args: Any, **params: Any) -> Any:
+        raise NotImplementedError(f"primitive {self.name} has no eager implementation")
+
+    def abstract_eval(self, *avals: ShapedArray, **params: Any) -> Any:
+        raise NotImplementedError(f"primitive {self.name} has no shape rule")
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_shape_rule_cache: dict[tuple, Any] = {}
+
+
+def abstract_eval(primitive: Primitive, avals: tuple[ShapedArray, ...], params: dict) -> Any:
+    """``primitive.abstract_eval(*avals, **params)``, memoised.
+
+    Shape rules are pure functions of avals and params, and eager dispatch and tracing
+    both call one for every operation; a dictionary lookup is far cheaper than re-checking
+    dtypes and broadcasting. Errors are never cached: a bad call raises every time.
+    """
+    try:
+        key = (primitive, avals, tuple(params.items()))
+        return _shape_rule_cache[key]
+    except KeyError:
+        out = _shape_rule_cache[key] = primitive.abstract_eval(*avals, **params)
+        if len(_shape_rule_cache) > 50_000:
+            _shape_rule_cache.clear()
+        return out
+    except TypeError:  # an unhashable parameter: just compute
+        return primitive.abstract_eval(*avals, **params)
+
+
+# ---------------------------------------------------------------------------------------
+# Traces and the current-trace context
+# ---------------------------------------------------------------------------------------
+
+
+class Trace:
+    """An interpreter of primitives. Subclasses define :meth:`process_primitive`.
+
+    A trace is *invalidated* when the transformation that made it has finished; a
+    tracer of an invalid trace that turns up later has leaked (``UnexpectedTracerError``).
+    """
+
+    tracing_context: errors.TracingContext | None = None
+
+    def __init__(self) -> None:
+        self.is_valid = True
+
+    def process_primitive(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        raise NotImplementedError
+
+    def invalidate(self) -> None:
+        self.is_valid = False
+
+
+class _TraceState(threading.local):
+    """The current trace, per thread. ``None`` means the eager evaluation trace."""
+
+    trace: Trace | None = None
+
+
+_state = _TraceState()
+eval_trace: Trace  # installed by minijax.runtime when it is imported
+
+
+def install_eval_trace(trace: Trace) -> None:
+    """Called once by ``minijax.runtime``: the trace that computes values eagerly."""
+    global eval_trace
+    eval_trace = trace
+
+
+def current_trace() -> Trace:
+    trace = _state.trace
+    return eval_trace if trace is None else trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace | None) -> Iterator[None]:
+    """Make ``trace`` current inside the block (``None``: back to eager evaluation)."""
+    previous = _state.trace
+    _state.trace = None if trace is eval_trace else trace
+    try:
+        yield
+    finally:
+        _state.trace = previous
+
+
+# ---------------------------------------------------------------------------------------
+# Tracers
+# ---------------------------------------------------------------------------------------
+
+
+class Tracer:
+    """A stand-in for an array while a trace runs; it belongs to exactly one trace.
+
+    Array-like methods and operators (``x + y``, ``x.sum()``, ``x[0]``) are attached by
+    ``minijax.numpy`` to both ``Tracer`` and ``Array``, so user code cannot tell them
+    apart until it asks for a concrete value. Those requests (``bool``, ``int``,
+    ``np.asarray``) succeed only if the trace knows the value
+    (:meth:`to_concrete_value`), and raise JAX's errors otherwise.
+    """
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+    kind_name = "Tracer"  # how JAX's error messages name this kind of tracer
+
+    def __init__(self, trace: Trace) -> None:
+        self._trace = trace
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def to_concrete_value(self) -> Any:
+        """The value as a NumPy array if this trace knows it (e.g. JVP of eager code)."""
+        return None
+
+    def _context(self) -> str:
+        """Where this tracer was made, for error messages."""
+        context = self._trace.tracing_context
+        if context is None:
+            return ""
+        return context.describe(self._depends_on())
+
+    def _depends_on(self) -> tuple[str, ...]:
+        """Names of the traced function's arguments this value depends on."""
+        return ()
+
+    def _concrete(self, make_error: Callable[[str, str], Exception]) -> np.ndarray:
+        value = self.to_concrete_value()
+        if value is None:
+            raise make_error(self.aval.str_long(), self._context())
+        return value
+
+    def __bool__(self) -> bool:
+        return bool(self._concrete(errors.TracerBoolConversionError))
+
+    def __index__(self) -> int:
+        return int(self._concrete(errors.TracerIntegerConversionError))
+
+    def __int__(self) -> int:
+        return int(self._concrete(_conversion_error("int")))
+
+    def __float__(self) -> float:
+        return float(self._concrete(_conversion_error("float")))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete(_conversion_error("complex")))
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        value = self._concrete(errors.TracerArrayConversionError)
+        return np.asarray(value, dtype=dtype)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise errors.item_assignment_error()
+
+    __hash__ = None  # type: ignore[assignment]  # arrays are unhashable, as in JAX
+
+
+def _conversion_error(function: str) -> Callable[[str, str], Exception]:
+    problem = (
+        f"The problem arose with the `{function}` function. If trying to convert the data "
+        f"type of a value, try using `x.astype({function})` or `jnp.array(x, {function})` "
+        "instead."
+    )
+    return lambda aval_str, context: errors.ConcretizationTypeError(aval_str, problem, context)
+
+
+def check_valid_tracer(tracer: Tracer) -> None:
+    """Raise ``UnexpectedTracerError`` if ``tracer`` outlived its transformation."""
+    trace = tracer._trace
+    if not trace.is_valid:
+        context = trace.tracing_context
+        where = ""
+        if context is not None:
+            where = (
+                f"The function being traced when the value leaked was {context.fun_name} "
+                f"at {context.source} traced for {context.purpose}."
+            )
+        raise errors.UnexpectedTracerError(tracer.aval.str_long(), tracer.kind_name, where)
+
+
+def is_concrete(x: Any) -> bool:
+    """True for values Python can look at now: arrays and tracers with a known value."""
+    return not isinstance(x, Tracer) or x.to_concrete_value() is not None

@@ -1,0 +1,148 @@
+"""How ``jnp`` makes operands agree before calling strict ``lax``: dtypes, then ranks.
+
+``jnp.add(x, y)`` is ``lax.add`` after two steps that NumPy users take for granted:
+
+1. *dtype promotion*: both operands become ``result_type(x, y)`` (JAX's lattice, with
+   weak types, see ``minijax.dtypes``), with ``lax.convert_element_type``;
+2. *rank promotion*: a lower-rank operand gets leading dimensions of size 1, with
+   ``lax.broadcast_in_dim``. Dimensions of size 1 are then stretched by ``lax`` itself.
+
+Scalars (rank 0) skip step 2: every ``lax`` elementwise primitive accepts them as is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minijax import dtypes, lax
+from minijax.array import Array
+from minijax.config import config
+from minijax.core import Tracer
+
+_INEXACT = frozenset(np.dtype(t) for t in (dtypes.float16, dtypes.bfloat16, dtypes.float32,
+                                            dtypes.float64, dtypes.complex64, dtypes.complex128))
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def is_arraylike(x: Any) -> bool:
+    return (type(x) is Array or type(x) in _PYTHON_SCALARS
+            or isinstance(x, (Tracer, np.ndarray, np.generic)))
+
+
+def check_arraylike(fun_name: str, *args: Any) -> None:
+    """jnp functions take arrays and scalars, not lists: ``jnp.add([1, 2], x)`` is an error."""
+    for i, arg in enumerate(args):
+        if not is_arraylike(arg):
+            raise TypeError(
+                f"{fun_name} requires ndarray or scalar arguments, got {type(arg)} at "
+                f"position {i}."
+            )
+
+
+_result_types: dict[tuple, tuple[np.dtype, bool]] = {}
+
+
+def _promotion_key(x: Any) -> Any:
+    """What promotion looks at: a Python scalar's type, or an array's dtype and weak flag."""
+    if type(x) in _PYTHON_SCALARS:
+        return type(x)
+    if type(x) is Array or isinstance(x, Tracer):
+        return x.aval.dtype, x.aval.weak_type
+    raise KeyError  # NumPy values and others: not memoised
+
+
+def result_type(*args: Any) -> tuple[np.dtype, bool]:
+    """``dtypes.result_type(*args)`` with its weak flag, memoised on what it depends on.
+
+    Every ``jnp`` call promotes its operands, so this sits on the hot path of eager code;
+    the answer depends only on dtypes, weak flags and the two promotion flags.
+    """
+    try:
+        key = (*map(_promotion_key, args), config.jax_enable_x64,
+               config.jax_numpy_dtype_promotion)
+        return _result_types[key]
+    except KeyError:
+        result = dtypes.result_type(*args, return_weak_type_flag=True)
+        if "key" in locals():
+            _result_types[key] = result
+        return result
+
+
+def promote_dtypes(*args: Any) -> list[Any]:
+    """Convert every argument to their common dtype (weak only if all were weak)."""
+    dtype, weak = result_type(*args)
+    return [lax.convert_element_type(a, dtype, weak) for a in args]
+
+
+def to_inexact_dtype(dtype: np.dtype) -> np.dtype:
+    """The floating-point dtype a function like ``sin`` computes integer inputs in."""
+    if dtypes.issubdtype(dtype, np.inexact):
+        return dtype
+    return dtypes.promote_types(dtype, dtypes.canonicalize_dtype(np.float64))
+
+
+def promote_dtypes_inexact(*args: Any) -> list[Any]:
+    """Like :func:`promote_dtypes`, then integers and booleans go to the default float."""
+    dtype, weak = result_type(*args)
+    return [lax.convert_element_type(a, to_inexact_dtype(dtype), weak) for a in args]
+
+
+def promote_shapes(fun_name: str, *args: Any) -> list[Any]:
+    """Give lower-rank, non-scalar operands leading size-1 dimensions (rank promotion)."""
+    ranks = [a.ndim if type(a) is Array or isinstance(a, Tracer) else np.ndim(a) for a in args]
+    top = max(ranks, default=0)
+    out = []
+    for arg, rank in zip(args, ranks):
+        if rank == top or rank == 0:
+            out.append(arg)
+        else:
+            shape = np.shape(arg)
+            out.append(lax.broadcast_in_dim(arg, (1,) * (top - rank) + shape,
+                                            range(top - rank, top)))
+    return out
+
+
+def broadcast_to(array: Any, shape: Any) -> Any:
+    """NumPy-style broadcasting of ``array`` to ``shape``: new leading dimensions, and
+    size-1 dimensions stretched (the stretching itself is ``lax.broadcast_in_dim``)."""
+    x = lax.operand(array) if not isinstance(array, (Array, Tracer)) else array
+    shape = lax.canonicalize_shape(shape)
+    lead = len(shape) - x.ndim
+    if lead < 0 or any(d not in (1, s) for d, s in zip(x.shape, shape[lead:])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {x.shape} and requested "
+                         f"shape {shape}")
+    return lax.broadcast_in_dim(x, shape, range(lead, len(shape)))
+
+
+def _already_agree(args: tuple) -> bool:
+    """The common case, made fast: arrays of one dtype, weak type and rank need nothing."""
+    first = args[0]
+    if type(first) is not Array and not isinstance(first, Tracer):
+        return False
+    aval = first.aval
+    for arg in args[1:]:
+        if type(arg) is not Array and not isinstance(arg, Tracer):
+            return False
+        other = arg.aval
+        if (other.dtype != aval.dtype or other.weak_type != aval.weak_type
+                or len(other.shape) != len(aval.shape)):
+            return False
+    return True
+
+
+def promote_args(fun_name: str, *args: Any) -> list[Any]:
+    """Everything ``jnp.add`` does before ``lax.add``: check, promote dtypes, then ranks."""
+    if _already_agree(args):
+        return list(args)
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
+    """As :func:`promote_args`, computing in floating point (for ``sin``, ``divide``, ...)."""
+    if _already_agree(args) and args[0].aval.dtype in _INEXACT:
+        return list(args)
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes_inexact(*args))

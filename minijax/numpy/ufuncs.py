@@ -1,0 +1,433 @@
+"""Elementwise ``jnp`` functions: ``lax`` after promotion, plus NumPy's friendlier semantics.
+
+Most functions here are one line: promote the operands (``promotion.py``), then call the
+strict ``lax`` primitive. A few are real translations, where NumPy's semantics differ from
+the primitive's: ``floor_divide`` and ``mod`` round toward minus infinity (``lax.div`` and
+``lax.rem`` round toward zero), ``round`` rounds half to even, ``power`` picks
+``integer_pow`` for a Python-int exponent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minijax import dtypes, lax
+from minijax.numpy.promotion import (
+    broadcast_to,
+    check_arraylike,
+    promote_args,
+    promote_args_inexact,
+    promote_dtypes,
+    promote_shapes,
+)
+
+
+def _unary(lax_fn: Callable, name: str, inexact: bool = False) -> Callable[[Any], Any]:
+    promote = promote_args_inexact if inexact else promote_args
+
+    def ufunc(x: Any, /) -> Any:
+        return lax_fn(*promote(name, x))
+
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = f"Elementwise ``{name}``, like ``numpy.{name}``, via ``lax.{lax_fn.__name__}``."
+    return ufunc
+
+
+def _binary(lax_fn: Callable, name: str, inexact: bool = False) -> Callable[[Any, Any], Any]:
+    promote = promote_args_inexact if inexact else promote_args
+
+    def ufunc(x: Any, y: Any, /) -> Any:
+        return lax_fn(*promote(name, x, y))
+
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = f"Elementwise ``{name}``, like ``numpy.{name}``, via ``lax.{lax_fn.__name__}``."
+    return ufunc
+
+
+def _is_int_or_bool(x: Any) -> bool:
+    return not dtypes.issubdtype(dtypes.dtype(x), np.inexact)
+
+
+# --- arithmetic ----------------------------------------------------------------------------
+add = _binary(lax.add, "add")
+subtract = _binary(lax.sub, "subtract")
+multiply = _binary(lax.mul, "multiply")
+true_divide = _binary(lax.div, "true_divide", inexact=True)
+divide = true_divide
+maximum = _binary(lax.max, "maximum")
+minimum = _binary(lax.min, "minimum")
+nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
+arctan2 = _binary(lax.atan2, "arctan2", inexact=True)
+atan2 = arctan2
+bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
+bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
+left_shift = _binary(lax.shift_left, "left_shift")
+bitwise_left_shift = left_shift
+equal = _binary(lax.eq, "equal")
+not_equal = _binary(lax.ne, "not_equal")
+less = _binary(lax.lt, "less")
+less_equal = _binary(lax.le, "less_equal")
+greater = _binary(lax.gt, "greater")
+greater_equal = _binary(lax.ge, "greater_equal")
+
+
+def negative(x: Any, /) -> Any:
+    """-x (booleans have no negation, as in JAX)."""
+    return lax.neg(*promote_args("negative", x))
+
+
+def positive(x: Any, /) -> Any:
+    return promote_args("positive", x)[0]
+
+
+def right_shift(x: Any, y: Any, /) -> Any:
+    """x >> y: arithmetic for signed integers, logical for unsigned ones."""
+    x, y = promote_args("right_shift", x, y)
+    if dtypes.issubdtype(x.dtype, np.unsignedinteger):
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)
+
+
+bitwise_right_shift = right_shift
+
+
+def floor_divide(x: Any, y: Any, /) -> Any:
+    """x // y, rounding toward minus infinity (``lax.div`` rounds toward zero)."""
+    x, y = promote_args("floor_divide", x, y)
+    if _is_int_or_bool(x):
+        if x.dtype == np.bool_:
+            return lax.bitwise_and(x, y)
+        quotient = lax.div(x, y)
+        signs_differ = lax.ne(lax.sign(x), lax.sign(y))
+        inexact = lax.ne(lax.rem(x, y), lax.convert_element_type(0, x.dtype))
+        return where(lax.bitwise_and(signs_differ, inexact), lax.sub(quotient, _one(x)),
+                     quotient)
+    return _float_divmod(x, y)[0]
+
+
+def _one(x: Any) -> Any:
+    return lax.convert_element_type(1, x.dtype)
+
+
+def _float_divmod(x: Any, y: Any) -> tuple[Any, Any]:
+    """NumPy's float floor-division and modulo, from the C-style remainder."""
+    mod = lax.rem(x, y)
+    div = lax.div(lax.sub(x, mod), y)
+    fix = lax.bitwise_and(lax.ne(mod, lax.convert_element_type(0, mod.dtype)),
+                          lax.ne(lax.lt(y, _zero(y)), lax.lt(mod, _zero(mod))))
+    mod = lax.select(fix, lax.add(mod, y), mod)
+    div = lax.select(fix, lax.sub(div, _one(div)), div)
+    return lax.round(div), mod
+
+
+def _zero(x: Any) -> Any:
+    return lax.convert_element_type(0, x.dtype)
+
+
+def remainder(x: Any, y: Any, /) -> Any:
+    """x % y with the sign of the divisor, as in Python and NumPy."""
+    x, y = promote_args("remainder", x, y)
+    rem = lax.rem(x, y)
+    if x.dtype == np.bool_:
+        return rem
+    fix = lax.bitwise_and(lax.ne(rem, _zero(rem)), lax.ne(lax.lt(rem, _zero(rem)),
+                                                             lax.lt(y, _zero(y))))
+    return lax.select(fix, lax.add(rem, y), rem)
+
+
+mod = remainder
+
+
+def fmod(x: Any, y: Any, /) -> Any:
+    """The C remainder: the sign of the dividend."""
+    return lax.rem(*promote_args("fmod", x, y))
+
+
+def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:
+    return floor_divide(x, y), remainder(x, y)
+
+
+def power(x: Any, y: Any, /) -> Any:
+    """x ** y. A Python int exponent becomes ``integer_pow`` (a parameter, not an input)."""
+    check_arraylike("power", x, y)
+    if isinstance(y, int) and not isinstance(y, bool):
+        (x,) = promote_dtypes(x)
+        return lax.integer_pow(x, y)
+    x, y = promote_args("power", x, y)
+    if _is_int_or_bool(x):
+        return _integer_power(x, y)
+    return lax.pow(x, y)
+
+
+def _integer_power(x: Any, y: Any) -> Any:
+    """Integer ** integer array: square-and-multiply over the exponent's bits."""
+    bits = dtypes.iinfo(y.dtype).bits
+    result, base, exp = lax.full_like(x, 1), x, y
+    for _ in range(bits):
+        odd = lax.ne(lax.bitwise_and(exp, _one(exp)), _zero(exp))
+        result = lax.select(odd, lax.mul(result, base), result)
+        base = lax.mul(base, base)
+        exp = lax.shift_right_logical(exp, _one(exp))
+    return result
+
+
+def float_power(x: Any, y: Any, /) -> Any:
+    x, y = promote_args_inexact("float_power", x, y)
+    return lax.pow(x, y)
+
+
+# --- signs, rounding -------------------------------------------------------------------------
+
+
+def absolute(x: Any, /) -> Any:
+    (x,) = promote_args("absolute", x)
+    if x.dtype == np.bool_ or dtypes.issubdtype(x.dtype, np.unsignedinteger):
+        return x
+    return lax.abs(x)
+
+
+abs = absolute
+
+
+def sign(x: Any, /) -> Any:
+    return lax.sign(*promote_args("sign", x))
+
+
+def _keep_ints(lax_fn: Callable, name: str) -> Callable[[Any], Any]:
+    """floor/ceil/trunc return integer inputs unchanged."""
+
+    def ufunc(x: Any, /) -> Any:
+        (x,) = promote_args(name, x)
+        return x if _is_int_or_bool(x) else lax_fn(x)
+
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = f"Elementwise ``{name}``; integers are returned unchanged."
+    return ufunc
+
+
+floor = _keep_ints(lax.floor, "floor")
+ceil = _keep_ints(lax.ceil, "ceil")
+trunc = _keep_ints(lambda x: lax.select(lax.lt(x, _zero(x)), lax.ceil(x), lax.floor(x)),
+                   "trunc")
+rint = _keep_ints(lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), "rint")
+
+
+def round(a: Any, decimals: int = 0, out: None = None) -> Any:
+    """Round half to even (NumPy's rule), to ``decimals`` places."""
+    (a,) = promote_args("round", a)
+    if _is_int_or_bool(a):
+        return a
+    if decimals == 0:
+        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
+    factor = lax.convert_element_type(10.0 ** decimals, a.dtype)
+    scaled = lax.round(lax.mul(a, factor), lax.RoundingMethod.TO_NEAREST_EVEN)
+    return lax.div(scaled, factor)
+
+
+around = round
+
+
+def signbit(x: Any, /) -> Any:
+    """Is the sign bit set? (True for -0.0, unlike ``x < 0``.)"""
+    (x,) = promote_args("signbit", x)
+    if _is_int_or_bool(x):
+        return lax.lt(x, _zero(x))
+    bits = x.dtype.itemsize * 8
+    as_uint = lax.bitcast_convert_type(x, np.dtype(f"uint{bits}"))
+    top = lax.shift_right_logical(as_uint, lax.convert_element_type(bits - 1, as_uint.dtype))
+    return lax.ne(top, _zero(top))
+
+
+def copysign(x: Any, y: Any, /) -> Any:
+    x, y = promote_args_inexact("copysign", x, y)
+    return where(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
+
+
+# --- exponents, logarithms, roots, trigonometry -------------------------------------------------
+exp = _unary(lax.exp, "exp", inexact=True)
+exp2 = _unary(lax.exp2, "exp2", inexact=True)
+expm1 = _unary(lax.expm1, "expm1", inexact=True)
+log = _unary(lax.log, "log", inexact=True)
+log1p = _unary(lax.log1p, "log1p", inexact=True)
+sqrt = _unary(lax.sqrt, "sqrt", inexact=True)
+cbrt = _unary(lax.cbrt, "cbrt", inexact=True)
+sin = _unary(lax.sin, "sin", inexact=True)
+cos = _unary(lax.cos, "cos", inexact=True)
+tan = _unary(lax.tan, "tan", inexact=True)
+arcsin = _unary(lax.asin, "arcsin", inexact=True)
+arccos = _unary(lax.acos, "arccos", inexact=True)
+arctan = _unary(lax.atan, "arctan", inexact=True)
+sinh = _unary(lax.sinh, "sinh", inexact=True)
+cosh = _unary(lax.cosh, "cosh", inexact=True)
+tanh = _unary(lax.tanh, "tanh", inexact=True)
+arcsinh = _unary(lax.asinh, "arcsinh", inexact=True)
+arccosh = _unary(lax.acosh, "arccosh", inexact=True)
+arctanh = _unary(lax.atanh, "arctanh", inexact=True)
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+
+def _log_base(base: float, name: str) -> Callable[[Any], Any]:
+    def ufunc(x: Any, /) -> Any:
+        (x,) = promote_args_inexact(name, x)
+        return lax.div(lax.log(x), lax.log(lax.convert_element_type(base, x.dtype)))
+
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = f"Elementwise base-{base:g} logarithm, as log(x) / log({base:g})."
+    return ufunc
+
+
+log2 = _log_base(2.0, "log2")
+log10 = _log_base(10.0, "log10")
+
+
+def square(x: Any, /) -> Any:
+    return lax.square(*promote_args("square", x))
+
+
+def reciprocal(x: Any, /) -> Any:
+    return lax.integer_pow(*promote_args_inexact("reciprocal", x), -1)
+
+
+def hypot(x: Any, y: Any, /) -> Any:
+    """sqrt(x**2 + y**2) without overflow for large x or y."""
+    x, y = promote_args_inexact("hypot", x, y)
+    x, y = lax.abs(x), lax.abs(y)
+    big, small = lax.max(x, y), lax.min(x, y)
+    safe_big = where(lax.eq(big, _zero(big)), _one(big), big)
+    ratio = lax.div(small, safe_big)
+    return where(lax.eq(big, _zero(big)), big,
+                 lax.mul(big, lax.sqrt(lax.add(_one(ratio), lax.square(ratio)))))
+
+
+def logaddexp(x1: Any, x2: Any, /) -> Any:
+    """log(exp(x1) + exp(x2)), computed without overflow."""
+    x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),
+                      lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+def deg2rad(x: Any, /) -> Any:
+    (x,) = promote_args_inexact("deg2rad", x)
+    return lax.mul(x, lax.convert_element_type(np.pi / 180, x.dtype))
+
+
+def rad2deg(x: Any, /) -> Any:
+    (x,) = promote_args_inexact("rad2deg", x)
+    return lax.mul(x, lax.convert_element_type(180 / np.pi, x.dtype))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+# --- complex numbers ---------------------------------------------------------------------------
+
+
+def real(val: Any, /) -> Any:
+    (val,) = promote_args("real", val)
+    return lax.real(val) if dtypes.issubdtype(val.dtype, np.complexfloating) else val
+
+
+def imag(val: Any, /) -> Any:
+    (val,) = promote_args("imag", val)
+    if dtypes.issubdtype(val.dtype, np.complexfloating):
+        return lax.imag(val)
+    return lax.full_like(val, 0)
+
+
+def conjugate(x: Any, /) -> Any:
+    (x,) = promote_args("conjugate", x)
+    return lax.conj(x) if dtypes.issubdtype(x.dtype, np.complexfloating) else x
+
+
+conj = conjugate
+
+
+# --- tests and logic ---------------------------------------------------------------------------
+
+
+def isfinite(x: Any, /) -> Any:
+    (x,) = promote_args("isfinite", x)
+    if _is_int_or_bool(x):
+        return lax.full_like(x, True, dtype=np.bool_)
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x)
+
+
+def isnan(x: Any, /) -> Any:
+    (x,) = promote_args("isnan", x)
+    if _is_int_or_bool(x):
+        return lax.full_like(x, False, dtype=np.bool_)
+    return lax.ne(x, x)
+
+
+def isinf(x: Any, /) -> Any:
+    (x,) = promote_args("isinf", x)
+    if _is_int_or_bool(x):
+        return lax.full_like(x, False, dtype=np.bool_)
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
+    return lax.eq(lax.abs(x), lax.convert_element_type(np.inf, x.dtype))
+
+
+def _logical(lax_fn: Callable, name: str) -> Callable[[Any, Any], Any]:
+    def ufunc(x: Any, y: Any, /) -> Any:
+        check_arraylike(name, x, y)
+        x, y = (lax.ne(a, _zero(a)) for a in promote_dtypes(x, y))
+        return lax_fn(*promote_shapes(name, x, y))
+
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = f"Elementwise ``{name}`` of the operands' truth values."
+    return ufunc
+
+
+logical_and = _logical(lax.bitwise_and, "logical_and")
+logical_or = _logical(lax.bitwise_or, "logical_or")
+logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+
+
+def logical_not(x: Any, /) -> Any:
+    (x,) = promote_args("logical_not", x)
+    return lax.bitwise_not(lax.ne(x, _zero(x)))
+
+
+def invert(x: Any, /) -> Any:
+    return lax.bitwise_not(*promote_args("invert", x))
+
+
+bitwise_not = bitwise_invert = invert
+
+
+# --- selection -----------------------------------------------------------------------------------
+
+
+def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
+    """``x`` where ``condition`` holds, else ``y`` (broadcast together, dtypes promoted)."""
+    if x is None and y is None:
+        raise NotImplementedError("the one-argument form of where is jnp.nonzero")
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         f"to jax.numpy.where, got {x} and {y}.")
+    check_arraylike("where", condition, x, y)
+    condition = lax.ne(condition, _zero(condition)) if dtypes.dtype(condition) != np.bool_ \
+        else condition
+    x, y = promote_dtypes(x, y)
+    shape = np.broadcast_shapes(np.shape(condition), np.shape(x), np.shape(y))
+    condition, x, y = (broadcast_to(a, shape) for a in (condition, x, y))
+    return lax.select_n(condition, y, x)
+
+
+def clip(arr: Any, /, min: Any = None, max: Any = None) -> Any:
+    """Limit ``arr`` to [min, max]; either bound may be ``None``."""
+    check_arraylike("clip", arr)
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return arr

@@ -1,0 +1,285 @@
+"""Devices, asynchronous dispatch, and the trace that evaluates primitives eagerly.
+
+Each device owns a FIFO queue and a worker thread. When Python applies a primitive
+outside any transformation, :class:`EvalTrace` checks shapes and dtypes at once (so
+those errors are raised immediately, where the user wrote the bad line), creates the
+output ``Array`` with no value yet, puts the job on the device's queue and returns.
+The worker computes jobs in order with NumPy and fills in the values. Python keeps
+running ahead of the device, exactly as with JAX on a GPU: that is asynchronous
+dispatch (非同步派遣).
+
+Waiting is cheap to express because the queue is FIFO: to wait for any array on a
+device, put a marker (a ``threading.Event``) on that device's queue and wait until the
+worker reaches it; everything queued before it is then done.
+
+Devices are CPU devices; their number comes from
+``XLA_FLAGS=--xla_force_host_platform_device_count=N`` as in JAX (default 1).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from minijax import core, dtypes, errors
+from minijax.array import Array
+from minijax.core import Primitive, ShapedArray, Trace, Tracer
+
+# ---------------------------------------------------------------------------------------
+# Devices and their queues
+# ---------------------------------------------------------------------------------------
+
+
+class Device:
+    """A CPU device with its own queue of pending computations and a worker thread."""
+
+    platform = "cpu"
+    device_kind = "cpu"
+    process_index = 0
+
+    def __init__(self, id: int) -> None:
+        self.id = id
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def enqueue(self, job: tuple) -> None:
+        if self._worker is None:
+            self._start_worker()
+        self._queue.put(job)
+
+    def synchronize(self) -> None:
+        """Return once every job queued so far on this device has finished."""
+        if self._worker is None:
+            return
+        marker = threading.Event()
+        self._queue.put(marker)
+        marker.wait()
+
+    def _start_worker(self) -> None:
+        with self._lock:
+            if self._worker is None:
+                worker = threading.Thread(
+                    target=_work, args=(self._queue,), name=f"minijax-{self}", daemon=True
+                )
+                worker.start()
+                self._worker = worker
+
+    def __repr__(self) -> str:
+        return f"CpuDevice(id={self.id})"
+
+    def __str__(self) -> str:
+        return f"cpu:{self.id}"
+
+
+def _work(jobs: queue.SimpleQueue) -> None:
+    """A device's worker: run jobs forever, in order. NumPy warnings are silenced here,
+    as JAX computes ``1/0`` or ``log(-1)`` without warning."""
+    np.seterr(all="ignore")
+    while True:
+        job = jobs.get()
+        if type(job) is threading.Event:
+            job.set()
+        else:
+            _run(*job)
+
+
+def _input_values(args: Sequence[Array]) -> list[np.ndarray]:
+    values = []
+    for a in args:
+        value = a._value
+        if value is None:  # the input failed, or it is computed on another device's queue
+            if a._error is not None:
+                raise a._error
+            value = a._wait()
+        values.append(value)
+    return values
+
+
+def _run(primitive: Primitive, args: Sequence[Array], params: dict, outs: list[Array]) -> None:
+    """Compute one primitive with its NumPy kernel and fill in the output arrays."""
+    try:
+        result = primitive.impl(*_input_values(args), **params)
+        results = result if primitive.multiple_results else (result,)
+        for out, value in zip(outs, results, strict=True):
+            if type(value) is not np.ndarray:
+                value = np.asarray(value)
+            if value.dtype != out.aval.dtype or value.shape != out.aval.shape:
+                raise _broken_promise(primitive, value, out.aval)
+            out._value = value
+    except BaseException as e:  # noqa: BLE001 - any failure belongs to the outputs
+        for out in outs:
+            out._error = e
+
+
+def _broken_promise(primitive: Primitive, value: np.ndarray, aval: ShapedArray) -> Exception:
+    """Kernels must produce exactly what the shape rule promised; say so loudly if not."""
+    return AssertionError(
+        f"internal error: the kernel of {primitive.name} returned "
+        f"{value.dtype.name}{list(value.shape)} but its shape rule promised {aval.str_long()}"
+    )
+
+
+_devices: list[Device] | None = None
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The CPU devices, as many as ``--xla_force_host_platform_device_count`` asks for."""
+    global _devices
+    if backend not in (None, "cpu"):
+        raise RuntimeError(f"Unknown backend {backend}. Available: ['cpu']")
+    if _devices is None:
+        match = re.search(r"--xla_force_host_platform_device_count=(\d+)",
+                          os.environ.get("XLA_FLAGS", ""))
+        _devices = [Device(i) for i in range(int(match.group(1)) if match else 1)]
+    return list(_devices)
+
+
+def local_devices(backend: str | None = None) -> list[Device]:
+    return devices(backend)
+
+
+def device_count() -> int:
+    return len(devices())
+
+
+local_device_count = device_count
+
+
+def default_backend() -> str:
+    return "cpu"
+
+
+_default_device: Device | None = None
+
+
+def default_device() -> Device:
+    global _default_device
+    _default_device = devices()[0]
+    return _default_device
+
+
+# ---------------------------------------------------------------------------------------
+# Making arrays from host values, moving them, waiting for them
+# ---------------------------------------------------------------------------------------
+
+
+def put_numpy(value: np.ndarray, weak_type: bool = False, device: Device | None = None,
+              committed: bool = False) -> Array:
+    """A ready ``Array`` holding a private, read-only copy of ``value`` (dtype as given)."""
+    value = np.array(value, copy=True)
+    value.flags.writeable = False
+    aval = ShapedArray(value.shape, value.dtype, weak_type)
+    return Array(aval, value, device or default_device(), committed)
+
+
+_copy_p = Primitive("device_put")
+_copy_p.def_impl(lambda x: x)
+_copy_p.def_abstract_eval(lambda aval: aval)
+
+
+def host_to_array(x: Any) -> Array:
+    """A Python scalar or a NumPy array/scalar as an ``Array``.
+
+    The dtype is canonicalised (64-bit becomes 32-bit unless x64 is on), and Python
+    scalars give *weakly typed* arrays, which is what lets ``x + 1.0`` keep ``x``'s dtype.
+    """
+    if isinstance(x, Array):
+        return x
+    return put_numpy(np.asarray(x, dtype=dtypes.dtype(x)), weak_type=dtypes.is_weakly_typed(x))
+
+
+def _put_one(x: Any, device: Device | None) -> Any:
+    if isinstance(x, Tracer):
+        return x
+    x = host_to_array(x)
+    if device is None:
+        return x
+    out = Array(x.aval, None, device, committed=True)
+    device.enqueue((_copy_p, (x,), {}, [out]))
+    return out
+
+
+def device_put(x: Any, device: Device | None = None) -> Any:
+    """Put ``x`` (a pytree) on ``device``; with a device, the result is *committed* to it."""
+    from minijax.tree_util import tree_map
+
+    return tree_map(lambda leaf: _put_one(leaf, device), x)
+
+
+def block_until_ready(x: Any) -> Any:
+    """Wait until every array in the pytree ``x`` is computed; return ``x``."""
+    from minijax.tree_util import tree_leaves
+
+    for leaf in tree_leaves(x):
+        if isinstance(leaf, Array) and not isinstance(leaf, Tracer):
+            leaf.block_until_ready()
+    return x
+
+
+# ---------------------------------------------------------------------------------------
+# The evaluation trace
+# ---------------------------------------------------------------------------------------
+
+
+def _placement(primitive: Primitive, args: Sequence[Array]) -> tuple[Device, bool]:
+    """Where an operation runs: on its committed inputs' device, all of which must agree."""
+    first = None
+    for a in args:
+        if a._committed:
+            if first is None:
+                first = a
+            elif a._device is not first._device:
+                raise ValueError(
+                    "Received incompatible devices for jitted computation. Got "
+                    f"{_describe(primitive, args, first)} and {_describe(primitive, args, a)}"
+                )
+    if first is None:
+        return _default_device or default_device(), False
+    return first._device, True
+
+
+def _describe(primitive: Primitive, args: Sequence[Array], a: Array) -> str:
+    i = next(i for i, arg in enumerate(args) if arg is a)
+    name = "xyzw"[i] if i < 4 else f"arg{i}"
+    return (f"argument {name} of {primitive.name} with shape {a.aval.str_long()} and with "
+            f"device ids [{a._device.id}] on platform CPU")
+
+
+def _as_array(x: Any) -> Array:
+    if type(x) is Array:
+        return x
+    if isinstance(x, Tracer):
+        core.check_valid_tracer(x)
+        raise errors.UnexpectedTracerError(x.aval.str_long(), x.kind_name)
+    return host_to_array(x)
+
+
+class EvalTrace(Trace):
+    """Applies primitives to concrete arrays by dispatching them to a device."""
+
+    def process_primitive(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        if primitive.eager_rule is not None:
+            return primitive.eager_rule(*args, **params)
+        for a in args:
+            if type(a) is not Array:
+                args = tuple(map(_as_array, args))
+                break
+        device, committed = _placement(primitive, args)
+        out_avals = core.abstract_eval(primitive, tuple([a.aval for a in args]), params)
+        if not primitive.multiple_results:
+            out = Array(out_avals, None, device, committed)
+            device.enqueue((primitive, args, params, [out]))
+            return out
+        outs = [Array(aval, None, device, committed) for aval in out_avals]
+        device.enqueue((primitive, args, params, outs))
+        return outs
+
+
+core.install_eval_trace(EvalTrace())
