@@ -141,10 +141,16 @@ class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tra
 
     # --- printing --------------------------------------------------------------------------
     def __repr__(self) -> str:
+        """NumPy's repr layout with JAX's name. Where NumPy would move the dtype to a new
+        line (the last line growing past 75 characters), JAX keeps it on the same line,
+        indented by six spaces instead of one; we print what JAX prints."""
         value = self._wait()
-        suffix = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
-        body = np.array2string(value, prefix="Array(", suffix=",", separator=", ")
-        return f"Array({body}, {suffix})"
+        extras = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        body = "Array(" + np.array2string(value, prefix="Array(", suffix=",",
+                                          separator=", ") + ","
+        last_line = len(body) - (body.rfind("\n") + 1)
+        spacer = " " * len("Array(") if last_line + len(extras) + 2 > 75 else " "
+        return f"{body}{spacer}{extras})"
 
     def __str__(self) -> str:
         return str(self._wait())

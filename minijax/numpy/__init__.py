@@ -5,6 +5,9 @@ Promotion and broadcasting live here (``promotion.py``); every function ends in 
 compiled.
 """
 
+import numpy as _np
+
+from minijax.array import Array as ndarray
 from minijax.numpy import array_methods as _array_methods
 from minijax.numpy.creation import (
     array,
@@ -18,7 +21,13 @@ from minijax.numpy.creation import (
     zeros,
     zeros_like,
 )
+from minijax.numpy.dtype_functions import *
+from minijax.numpy.logic import *
 from minijax.numpy.promotion import broadcast_to
-from minijax.numpy.ufuncs import *  # noqa: F403
+from minijax.numpy.scalar_types import *
+from minijax.numpy.ufuncs import *
+
+pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
+newaxis = None
 
 _array_methods.attach()

@@ -52,9 +52,21 @@ def _is_int_or_bool(x: Any) -> bool:
 
 
 # --- arithmetic ----------------------------------------------------------------------------
-add = _binary(lax.add, "add")
 subtract = _binary(lax.sub, "subtract")
-multiply = _binary(lax.mul, "multiply")
+
+
+def add(x: Any, y: Any, /) -> Any:
+    """x + y; for booleans, logical or (as in NumPy)."""
+    x, y = promote_args("add", x, y)
+    return lax.bitwise_or(x, y) if x.dtype == np.bool_ else lax.add(x, y)
+
+
+def multiply(x: Any, y: Any, /) -> Any:
+    """x * y; for booleans, logical and (as in NumPy)."""
+    x, y = promote_args("multiply", x, y)
+    return lax.bitwise_and(x, y) if x.dtype == np.bool_ else lax.mul(x, y)
+
+
 true_divide = _binary(lax.div, "true_divide", inexact=True)
 divide = true_divide
 maximum = _binary(lax.max, "maximum")

@@ -1,0 +1,207 @@
+"""The API that chapter check modules use.
+
+A check module (``exercises/checks/chNN_topic.py``) declares one check per exercise::
+
+    from grader.checks import call, exercise, expect_close
+
+    @exercise("softmax", points=2)
+    def check_softmax(ns):
+        got = call(ns, "softmax", np.array([1000.0, 1001.0]))
+        expect_close(got, [0.26894142, 0.73105858])
+
+A check receives the learner's namespace (the notebook's globals) and tests the learner's real
+objects. It passes by returning, and fails by raising :class:`CheckFailed` with a message that says
+which input was used, what was expected and what came back: the learner should be able to reproduce
+the failure from the message alone. The helpers below write those messages, so check modules stay
+short and the wording stays the same across chapters.
+
+Expected values must be computed independently of the solution notebook (a known value, or a simple
+reference formula on inputs where it is safe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Namespace = Mapping[str, Any]
+
+#: Arrays up to this size are shown in full in messages; larger ones are abbreviated by numpy.
+_SHOW_ALL = 20
+
+
+class CheckFailed(Exception):
+    """The learner's code gave a wrong result; ``str()`` is the message the learner sees."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One exercise's check. The check module is the authority for ``points``.
+
+    The notebook's metadata repeats name and points only so that tests can verify that notebook
+    and check module agree; a learner could edit the metadata, but not the check module.
+    """
+
+    name: str
+    points: float
+    run: Callable[[Namespace], None]
+
+
+def exercise(name: str, points: float) -> Callable[[Callable[[Namespace], None]], Check]:
+    """Declare the decorated function as the check of exercise ``name``, worth ``points``.
+
+    The function is replaced by a :class:`Check`; the grader collects the module's ``Check``
+    objects in the order they are defined, which is the order exercises are reported in.
+    """
+
+    def declare(run: Callable[[Namespace], None]) -> Check:
+        return Check(name=name, points=points, run=run)
+
+    return declare
+
+
+@dataclass(frozen=True)
+class Returned:
+    """What a learner's function returned, and how the call is shown in messages."""
+
+    call: str
+    value: Any
+
+
+def call(ns: Namespace, name: str, *args: Any) -> Returned:
+    """Call the learner's function ``name`` from the notebook namespace with ``args``.
+
+    Errors become specific messages: an undefined name, an exception raised by the learner's code
+    (shown with the call that raised it), and an array argument modified in place -- a classic bug
+    that a caller cannot see until their own data is corrupted. ``NotImplementedError`` passes
+    through untouched: it means the exercise's stub was not replaced yet ("not attempted").
+    """
+    function = _lookup(ns, name)
+    shown = f"{name}({', '.join(show(arg) for arg in args)})"
+    originals = [arg.copy() if isinstance(arg, np.ndarray) else None for arg in args]
+    try:
+        value = function(*args)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise CheckFailed(f"{shown} raised {describe_exception(exc)}") from exc
+    for arg, original in zip(args, originals, strict=True):
+        if original is not None and not np.array_equal(arg, original, equal_nan=True):
+            raise CheckFailed(
+                f"{shown} modified its argument in place (it became {brief(arg)}); "
+                "leave the input alone and build a new array"
+            )
+    return Returned(call=shown, value=value)
+
+
+def expect_close(
+    got: Returned,
+    expected: Any,
+    *,
+    rtol: float = 1e-6,
+    atol: float = 0.0,
+    hint: str | None = None,
+) -> None:
+    """Expect a float array (or number) of ``expected``'s shape, equal to it within tolerances."""
+    want = np.asarray(expected, dtype=float)
+    actual = _as_array(got, want, float, hint)
+    if not np.allclose(actual, want, rtol=rtol, atol=atol):
+        tolerance = f"rtol={rtol:g}" + (f", atol={atol:g}" if atol else "")
+        message = (
+            f"{got.call} returned {brief(actual)}; expected {brief(want)} (within {tolerance})"
+        )
+        raise _failure(message, hint)
+
+
+def expect_equal(got: Returned, expected: Any, *, hint: str | None = None) -> None:
+    """Expect exactly ``expected``: the same shape and the same values (types may differ)."""
+    want = np.asarray(expected)
+    actual = _as_array(got, want, None, hint)
+    if not np.array_equal(actual, want):
+        raise _failure(f"{got.call} returned {brief(got.value)}; expected {brief(expected)}", hint)
+
+
+def expect_dtype(got: Returned, dtype: Any, *, hint: str | None = None) -> None:
+    """Expect a numpy array of the given dtype."""
+    actual = getattr(got.value, "dtype", None)
+    if actual != np.dtype(dtype):
+        kind = f"dtype {actual}" if actual is not None else f"type {type(got.value).__name__}"
+        raise _failure(f"{got.call} returned {kind}; expected dtype {np.dtype(dtype)}", hint)
+
+
+def show(value: Any) -> str:
+    """Python source that re-creates ``value``, so a learner can paste the failing call."""
+    if isinstance(value, np.ndarray):
+        if value.size <= _SHOW_ALL:
+            body = repr(value.tolist())
+        else:
+            body = np.array2string(value, separator=", ", threshold=_SHOW_ALL)
+        dtype = (
+            "" if value.dtype in (np.float64, np.int64, np.bool_) else f", dtype=np.{value.dtype}"
+        )
+        return f"np.array({_one_line(body)}{dtype})"
+    return repr(value)
+
+
+def brief(value: Any) -> str:
+    """A short, deterministic rendering of a result (4 decimals, on one line)."""
+    if value is not None and not isinstance(value, (bool, str)):
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError):  # e.g. a ragged list: fall back to repr
+            array = None
+        if array is not None and array.dtype.kind in "biufc":
+            text = np.array2string(array, precision=4, threshold=_SHOW_ALL, max_line_width=10**6)
+            return _one_line(text)
+    return repr(value)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``TypeError: message`` (or just the type when the message is empty)."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _lookup(ns: Namespace, name: str) -> Callable[..., Any]:
+    if name not in ns:
+        raise CheckFailed(f"{name} is not defined: did you run the cell that defines it?")
+    function = ns[name]
+    if not callable(function):
+        raise CheckFailed(
+            f"{name} should be a function, but it is of type {type(function).__name__}"
+        )
+    return function
+
+
+def _as_array(got: Returned, want: np.ndarray, dtype: Any, hint: str | None) -> np.ndarray:
+    """The returned value as an array shaped like ``want``, or a message saying why it is not."""
+    if got.value is None:
+        message = f"{got.call} returned None; expected {brief(want)} (did you forget `return`?)"
+        raise _failure(message, hint)
+    try:
+        actual = np.asarray(got.value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise _failure(
+            f"{got.call} returned {brief(got.value)}; expected {brief(want)}", hint
+        ) from None
+    if actual.shape != want.shape:
+        message = (
+            f"{got.call} returned {_shape(actual)}; expected {_shape(want)}, like {brief(want)}"
+        )
+        raise _failure(message, hint)
+    return actual
+
+
+def _shape(array: np.ndarray) -> str:
+    return "a single number" if array.ndim == 0 else f"an array of shape {array.shape}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _failure(message: str, hint: str | None) -> CheckFailed:
+    return CheckFailed(f"{message} -- hint: {hint}" if hint else message)

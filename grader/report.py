@@ -1,0 +1,123 @@
+"""Presenting grading results: a score table for people, JSON and CSV for programs, and the
+``results.json`` that Gradescope's autograder reads.
+
+Gradescope's format (see its autograder specification): ``{"score": total, "output": text,
+"tests": [{"name", "score", "max_score", "status", "output"}, ...]}``; ``status`` is ``passed`` or
+``failed``, and ``output`` is shown to the learner.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from grader.outcome import NotebookReport, Status, format_points
+
+
+def format_report(report: NotebookReport) -> str:
+    """The score table of one notebook, with its notes and error, if any."""
+    rows = [["exercise", "points", "result", "message"]]
+    for result in report.results:
+        points = f"{format_points(result.points)}/{format_points(result.max_points)}"
+        rows.append([result.name, points, result.status.value, _first_line(result.message)])
+    rows.append(["total", _score(report), "", ""])
+    lines = [f"{report.notebook} (chapter {report.chapter})", "", *_align(rows)]
+    if report.notes:
+        lines += ["", "notes:", *(f"  - {note}" for note in report.notes)]
+    if report.error:
+        lines += ["", f"error: {report.error}"]
+    return "\n".join(lines)
+
+
+def format_batch(reports: list[NotebookReport]) -> str:
+    """One line per notebook: its score, and its error if it could not be graded completely."""
+    rows = [["notebook", "score", "error"]]
+    rows += [[report.notebook, _score(report), report.error or ""] for report in reports]
+    return "\n".join(_align(rows))
+
+
+def report_json(report: NotebookReport) -> dict[str, Any]:
+    return {
+        "notebook": report.notebook,
+        "chapter": report.chapter,
+        "score": report.score,
+        "max_score": report.max_score,
+        "exercises": [result.to_json() for result in report.results],
+        "notes": report.notes,
+        "error": report.error,
+    }
+
+
+def batch_json(reports: list[NotebookReport]) -> dict[str, Any]:
+    return {"notebooks": [report_json(report) for report in reports]}
+
+
+def gradescope_json(report: NotebookReport) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for one submission."""
+    results: dict[str, Any] = {
+        "score": report.score,
+        "tests": [
+            {
+                "name": result.name,
+                "score": result.points,
+                "max_score": result.max_points,
+                "status": "passed" if result.status is Status.PASSED else "failed",
+                "output": result.summary(),
+            }
+            for result in report.results
+        ],
+    }
+    remarks = [*report.notes, *([f"error: {report.error}"] if report.error else [])]
+    if remarks:
+        results["output"] = "\n".join(remarks)
+    return results
+
+
+def write_csv(reports: list[NotebookReport], path: Path) -> None:
+    """One row per notebook: points per exercise, total, maximum, error.
+
+    When the notebooks belong to several chapters, exercise columns are named ``chapter/exercise``
+    so that equal exercise names in different chapters stay apart.
+    """
+    several = len({report.chapter for report in reports if report.chapter}) > 1
+    columns: dict[str, None] = {}  # an ordered set: exercises in order of first appearance
+    rows = []
+    for report in reports:
+        row = {"notebook": report.notebook, "chapter": report.chapter or ""}
+        for result in report.results:
+            column = f"{report.chapter}/{result.name}" if several else result.name
+            columns[column] = None
+            row[column] = format_points(result.points)
+        row |= {
+            "score": format_points(report.score),
+            "max_score": format_points(report.max_score),
+            "error": report.error or "",
+        }
+        rows.append(row)
+    fields = ["notebook", "chapter", *columns, "score", "max_score", "error"]
+    with path.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.DictWriter(file, fieldnames=fields, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _score(report: NotebookReport) -> str:
+    if not report.results:
+        return "-"
+    return f"{format_points(report.score)}/{format_points(report.max_score)}"
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+def _align(rows: list[list[str]]) -> list[str]:
+    """Rows as text with padded columns (the last column is not padded)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  ".join(
+            [*(cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)), row[-1]]
+        ).rstrip()
+        for row in rows
+    ]

@@ -1,0 +1,121 @@
+"""Comparing minijax with real JAX, the oracle.
+
+A conformance test writes a *program* once, as a function of a namespace that holds
+``jnp``, ``lax`` and ``jax``; :func:`run_both` runs it against minijax and against JAX
+and :func:`assert_same` compares the two results leaf by leaf: values (with tolerances
+that depend on the dtype), shapes, dtypes and weak types. Errors are compared too: the
+same exception class must be raised on both sides.
+
+JAX is a test dependency; tests that use this module should start with
+``jax = pytest.importorskip("jax")`` so that they skip where it is not installed.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import minijax
+import minijax.numpy as mjnp
+from minijax import lax as mlax
+
+
+def namespaces() -> tuple[types.SimpleNamespace, types.SimpleNamespace]:
+    """(minijax's, JAX's) namespaces with ``jax``, ``jnp``, ``lax`` and ``np``."""
+    import jax
+    import jax.numpy as jjnp
+    from jax import lax as jlax
+
+    ours = types.SimpleNamespace(jax=minijax, jnp=mjnp, lax=mlax, np=np)
+    theirs = types.SimpleNamespace(jax=jax, jnp=jjnp, lax=jlax, np=np)
+    return ours, theirs
+
+
+def run(program: Callable[[Any], Any], ns: Any) -> tuple[str, Any]:
+    """("ok", result) or ("error", exception)."""
+    try:
+        return "ok", program(ns)
+    except Exception as e:  # noqa: BLE001 - the error is the result being compared
+        return "error", e
+
+
+def run_both(program: Callable[[Any], Any]) -> tuple[tuple[str, Any], tuple[str, Any]]:
+    ours, theirs = namespaces()
+    return run(program, ours), run(program, theirs)
+
+
+TOLERANCES = {  # (rtol, atol) by dtype name
+    "float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2), "float32": (2e-6, 2e-6),
+    "float64": (1e-12, 1e-12), "complex64": (2e-6, 2e-6), "complex128": (1e-12, 1e-12),
+}
+
+
+def _leaves(tree: Any) -> list[Any]:
+    return minijax.tree_util.tree_leaves(tree)
+
+
+def assert_same_leaf(ours: Any, theirs: Any, rtol: float | None = None,
+                     atol: float | None = None, where: str = "") -> None:
+    """Same type of thing, shape, dtype, weak type and (close enough) values."""
+    ours_is_array = isinstance(ours, minijax.Array)
+    theirs_is_array = hasattr(theirs, "aval") or type(theirs).__name__ == "ArrayImpl"
+    assert ours_is_array == theirs_is_array, (
+        f"{where}: minijax gave {type(ours).__name__}, JAX gave {type(theirs).__name__}"
+    )
+    if not ours_is_array:
+        if isinstance(theirs, float) and np.isnan(theirs):
+            assert isinstance(ours, float) and np.isnan(ours), f"{where}: {ours} vs nan"
+        else:
+            assert ours == theirs, f"{where}: minijax {ours!r} vs JAX {theirs!r}"
+        return
+    assert ours.shape == theirs.shape, f"{where}: shape {ours.shape} vs JAX {theirs.shape}"
+    assert ours.dtype == theirs.dtype, f"{where}: dtype {ours.dtype} vs JAX {theirs.dtype}"
+    assert ours.weak_type == theirs.weak_type, (
+        f"{where}: weak_type {ours.weak_type} vs JAX {theirs.weak_type}"
+    )
+    default_rtol, default_atol = TOLERANCES.get(ours.dtype.name, (0, 0))
+    a = np.asarray(ours)
+    b = np.asarray(theirs)
+    if a.dtype.kind in "fcV":
+        a, b = a.astype(np.complex128), b.astype(np.complex128)
+        np.testing.assert_allclose(
+            a, b, rtol=default_rtol if rtol is None else rtol,
+            atol=default_atol if atol is None else atol, equal_nan=True, err_msg=where,
+        )
+    else:
+        np.testing.assert_array_equal(a, b, err_msg=where)
+
+
+def assert_same(ours: tuple[str, Any], theirs: tuple[str, Any], rtol: float | None = None,
+                atol: float | None = None) -> None:
+    """Compare two :func:`run` results: both errors of one class, or equal pytrees."""
+    (our_kind, our_value), (their_kind, their_value) = ours, theirs
+    if their_kind == "error" or our_kind == "error":
+        assert our_kind == their_kind, (
+            f"minijax {our_kind}: {our_value!r}; JAX {their_kind}: {their_value!r}"
+        )
+        assert _error_family(our_value) == _error_family(their_value), (
+            f"minijax raised {type(our_value).__name__}: {our_value}\n"
+            f"JAX raised {type(their_value).__name__}: {their_value}"
+        )
+        return
+    our_leaves, their_leaves = _leaves(our_value), _leaves(their_value)
+    assert len(our_leaves) == len(their_leaves), (
+        f"{len(our_leaves)} leaves vs JAX {len(their_leaves)}"
+    )
+    for i, (a, b) in enumerate(zip(our_leaves, their_leaves)):
+        assert_same_leaf(a, b, rtol, atol, where=f"leaf {i}")
+
+
+def _error_family(error: Exception) -> str:
+    """The class name, after JAX's private wrappers (e.g. JaxRuntimeError) are unwrapped."""
+    return type(error).__name__
+
+
+def check_program(program: Callable[[Any], Any], rtol: float | None = None,
+                  atol: float | None = None) -> None:
+    """Run ``program`` on both and compare: the one-line body of most conformance tests."""
+    assert_same(*run_both(program), rtol=rtol, atol=atol)
