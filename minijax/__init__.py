@@ -8,6 +8,7 @@ Use it the way you would use JAX::
 """
 
 from minijax import errors, lax, numpy, tree_util
+from minijax.api import ShapeDtypeStruct, make_jaxpr
 from minijax.array import Array
 from minijax.config import config, numpy_dtype_promotion
 from minijax.core import ShapedArray
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array",
+    "ShapeDtypeStruct",
     "ShapedArray",
     "block_until_ready",
     "config",
@@ -36,6 +38,7 @@ __all__ = [
     "lax",
     "local_device_count",
     "local_devices",
+    "make_jaxpr",
     "numpy",
     "numpy_dtype_promotion",
     "tree_util",

@@ -146,6 +146,8 @@ class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tra
         indented by six spaces instead of one; we print what JAX prints."""
         value = self._wait()
         extras = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        if value.size == 0:  # NumPy would hide the shape of an empty array; JAX shows it
+            extras = f"shape={self.shape}, {extras}"
         body = "Array(" + np.array2string(value, prefix="Array(", suffix=",",
                                           separator=", ") + ","
         last_line = len(body) - (body.rfind("\n") + 1)

@@ -194,6 +194,9 @@ class Trace:
     """
 
     tracing_context: errors.TracingContext | None = None
+    # NumPy arrays converted while this trace was current: id -> (array, Array). Only
+    # traces that record programs keep one (see runtime.host_to_array).
+    host_constants: dict[int, tuple[Any, Any]] | None = None
 
     def __init__(self) -> None:
         self.is_valid = True

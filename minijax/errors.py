@@ -34,12 +34,17 @@ class TracingContext:
             f"The error occurred while tracing the function {self.fun_name} at "
             f"{self.source} for {self.purpose}."
         )
-        if depends_on:
-            names = ", ".join(depends_on)
-            noun = "argument" if len(depends_on) == 1 else "arguments"
+        if len(depends_on) == 1:
             text += (
                 " This concrete value was not available in Python because it depends on "
-                f"the value of the {noun} {names}."
+                f"the value of the argument {depends_on[0]}."
+            )
+        elif depends_on:  # "x and y", "a, b, and c"
+            *first, last = depends_on
+            names = f"{', '.join(first)}{',' if len(first) > 1 else ''} and {last}"
+            text += (
+                " This concrete value was not available in Python because it depends on "
+                f"the values of the arguments {names}."
             )
         return text
 

@@ -209,7 +209,8 @@ pp_param_rules: dict[Primitive, Callable[[dict[str, Any]], list[tuple[str, Any]]
 
 def pp_param_value(value: Any, names: _Names) -> pp.Doc:
     if isinstance(value, (Jaxpr, ClosedJaxpr)):
-        return pp_jaxpr(value if isinstance(value, Jaxpr) else value.jaxpr, names)
+        inner = value if isinstance(value, Jaxpr) else value.jaxpr
+        return pp_jaxpr(inner, names, top_level=False)
     if isinstance(value, tuple) and value and all(
         isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value
     ):
@@ -240,9 +241,8 @@ def pp_params(eqn: JaxprEqn, names: _Names) -> pp.Doc:
 def pp_eqn(eqn: JaxprEqn, names: _Names, used: set[Var] | None = None) -> pp.Doc:
     lhs = " ".join(pp_binder(v, names, used) for v in eqn.outvars)
     args = " ".join(pp_atom(a, names) for a in eqn.invars)
-    return pp.concat([
-        pp.text(f"{lhs} = {eqn.primitive.name}"), pp_params(eqn, names), pp.text(f" {args}"),
-    ])
+    head = f"{lhs} = {eqn.primitive.name}" if lhs else eqn.primitive.name  # no outputs: no "="
+    return pp.concat([pp.text(head), pp_params(eqn, names), pp.text(f" {args}")])
 
 
 def _used_vars(jaxpr: Jaxpr) -> set[Var]:
@@ -252,8 +252,10 @@ def _used_vars(jaxpr: Jaxpr) -> set[Var]:
     return used
 
 
-def pp_jaxpr(jaxpr: Jaxpr, names: _Names) -> pp.Doc:
-    used = _used_vars(jaxpr)
+def pp_jaxpr(jaxpr: Jaxpr, names: _Names, top_level: bool = True) -> pp.Doc:
+    """The jaxpr as a document. As in JAX, unused results print as ``_`` only at the top
+    level, not inside the jaxprs that control-flow equations carry."""
+    used = _used_vars(jaxpr) if top_level else None
     constvars = " ".join(pp_binder(v, names) for v in jaxpr.constvars)
     invars = " ".join(pp_binder(v, names) for v in jaxpr.invars)
     eqns = pp.join(pp.brk("; "), [pp_eqn(e, names, used) for e in jaxpr.eqns])

@@ -192,7 +192,24 @@ def host_to_array(x: Any) -> Array:
     """
     if isinstance(x, Array):
         return x
+    if type(x) is np.ndarray:
+        return _host_array_constant(x)
     return put_numpy(np.asarray(x, dtype=dtypes.dtype(x)), weak_type=dtypes.is_weakly_typed(x))
+
+
+def _host_array_constant(x: np.ndarray) -> Array:
+    """A NumPy array as an Array. While a function is being traced, the same NumPy array
+    must become the same constant every time it is used (one constvar, as in JAX), so the
+    trace remembers what it converted (``Trace.host_constants``)."""
+    cache = core.current_trace().host_constants
+    if cache is not None:
+        hit = cache.get(id(x))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+    array = put_numpy(np.asarray(x, dtype=dtypes.dtype(x)))
+    if cache is not None:
+        cache[id(x)] = (x, array)  # holding x keeps its id from being reused meanwhile
+    return array
 
 
 def _put_one(x: Any, device: Device | None) -> Any:

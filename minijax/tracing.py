@@ -57,6 +57,7 @@ class JaxprTrace(Trace):
         self.eqns: list[JaxprEqn] = []
         self.constvars: dict[int, Var] = {}  # id(captured value) -> its constvar
         self.consts: list[Any] = []  # the captured values, in constvar order
+        self.host_constants = {}
 
     def new_arg(self, aval: ShapedArray) -> JaxprTracer:
         var = Var(aval)

@@ -12,8 +12,9 @@ JAX is a test dependency; tests that use this module should start with
 
 from __future__ import annotations
 
+import contextlib
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -119,3 +120,43 @@ def check_program(program: Callable[[Any], Any], rtol: float | None = None,
                   atol: float | None = None) -> None:
     """Run ``program`` on both and compare: the one-line body of most conformance tests."""
     assert_same(*run_both(program), rtol=rtol, atol=atol)
+
+
+def assert_traced_matches_eager(fun: Callable[..., Any], *args: Any) -> None:
+    """Trace ``fun`` with minijax, evaluate the jaxpr, and compare with calling ``fun``
+    eagerly: same shapes, dtypes, weak types and (bit for bit) the same values."""
+    from minijax.jaxpr import eval_closed_jaxpr
+
+    expected = _leaves(fun(*args))
+    traced = eval_closed_jaxpr(minijax.make_jaxpr(fun)(*args), *_leaves(args))
+    assert len(traced) == len(expected)
+    for i, (a, b) in enumerate(zip(traced, expected)):
+        assert a.aval == b.aval, f"leaf {i}: traced {a.aval} vs eager {b.aval}"
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype.kind == "V":  # bfloat16: NumPy's testing cannot see its NaNs
+            a, b = a.astype(np.float32), b.astype(np.float32)
+        np.testing.assert_array_equal(a, b, err_msg=f"leaf {i}")
+
+
+def primitive_names(closed_jaxpr: Any) -> list[str]:
+    """The primitives of a (minijax or JAX) jaxpr in order, looking inside JAX's ``jit``
+    wrappers, which minijax's jnp functions do not add."""
+    names = []
+    for eqn in closed_jaxpr.eqns:
+        inner = eqn.params.get("jaxpr") if eqn.primitive.name in ("jit", "pjit") else None
+        names += primitive_names(inner) if inner is not None else [eqn.primitive.name]
+    return names
+
+
+@contextlib.contextmanager
+def x64_mode() -> Iterator[None]:
+    """Run a block with ``jax_enable_x64`` on, in minijax and in JAX."""
+    import jax
+
+    minijax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        minijax.config.update("jax_enable_x64", False)
+        jax.config.update("jax_enable_x64", False)

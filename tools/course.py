@@ -73,6 +73,8 @@ def lab() -> None:
     if not has_display():
         print("No display found: open the URL that JupyterLab prints below.", flush=True)
         args.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers often run as root
+        args.append("--allow-root")
     run(*args)
 
 

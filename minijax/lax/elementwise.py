@@ -517,7 +517,7 @@ def _integer_pow_kernel(x: np.ndarray, y: int) -> np.ndarray:
     if y == 0:
         return np.ones_like(x)
     base = x if y > 0 else (1 / x).astype(x.dtype, copy=False)
-    return np.power(base, abs(y)).astype(x.dtype, copy=False)
+    return np.power(base, y if y > 0 else -y).astype(x.dtype, copy=False)
 
 
 integer_pow_p = Primitive("integer_pow")

@@ -1,8 +1,13 @@
-"""Primitives that move data without computing on it: broadcasting and reshaping.
+"""Primitives that move data without computing on it: broadcasting, reshaping, transposing,
+reversing, padding, joining and splitting arrays, and ``iota``.
 
 These are the primitives ``jnp`` uses to make operands line up before an elementwise
 operation: ``broadcast_in_dim`` says explicitly which operand dimension becomes which
-result dimension, which is how ``lax`` avoids NumPy's implicit broadcasting rules.
+result dimension, which is how ``lax`` avoids NumPy's implicit broadcasting rules. The
+others are the building blocks of ``jnp``'s array manipulation functions.
+
+Every shape rule checks its parameters and raises JAX's error (naming the shapes) at
+bind time; the NumPy kernels can then assume well-formed parameters.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numpy as np
 from minijax import dtypes
 from minijax.core import Primitive, ShapedArray
 from minijax.jaxpr import pp_param_rules
-from minijax.lax.elementwise import convert_element_type, operand
+from minijax.lax.elementwise import NUMBER, check_dtype, convert_element_type, operand
 
 
 def canonicalize_shape(shape: Any) -> tuple[int, ...]:
@@ -23,15 +28,37 @@ def canonicalize_shape(shape: Any) -> tuple[int, ...]:
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
 
 
-
 __all__ = [
     "broadcast",
     "broadcast_in_dim",
     "broadcast_in_dim_p",
+    "broadcasted_iota",
+    "collapse",
+    "concatenate",
+    "concatenate_p",
+    "expand_dims",
     "full",
     "full_like",
+    "iota",
+    "iota_p",
+    "pad",
+    "pad_p",
     "reshape",
     "reshape_p",
+    "rev",
+    "rev_p",
+    "split",
+    "split_p",
+    "squeeze",
+    "squeeze_p",
+    "stack",
+    "stack_p",
+    "tile",
+    "tile_p",
+    "transpose",
+    "transpose_p",
+    "unstack",
+    "unstack_p",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -159,3 +186,381 @@ def reshape(operand_: Any, new_sizes: Sequence[int], dimensions: Sequence[int] |
     if x.shape == new_sizes and (dims is None or dims == tuple(range(x.ndim))):
         return x
     return reshape_p.bind(x, new_sizes=new_sizes, dimensions=dims, sharding=None)
+
+
+def collapse(operand_: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
+    """Merge dimensions ``start_dimension:stop_dimension`` into one (a ``reshape``)."""
+    x = operand(operand_)
+    stop = x.ndim if stop_dimension is None else stop_dimension
+    merged = int(np.prod(x.shape[start_dimension:stop], dtype=np.int64))
+    return reshape(x, (*x.shape[:start_dimension], merged, *x.shape[stop:]))
+
+
+def canonicalize_axes(axes: Sequence[int], ndim: int) -> tuple[int, ...]:
+    """Axes as non-negative ints: negative axes count from the end; out of range is a
+    ValueError (NumPy's words)."""
+    out = []
+    for axis in axes:
+        if not -ndim <= axis < ndim:
+            raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+        out.append(axis % ndim)
+    return tuple(out)
+
+
+def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
+    """Insert size-1 dimensions at ``dimensions`` (positions in the result).
+
+    Like JAX, this is a ``broadcast_in_dim`` to the shape with the new ones: there is no
+    separate primitive, which is what a jaxpr of ``x[None]`` shows.
+    """
+    x = operand(array)
+    ndim_out = x.ndim + len(dimensions)
+    dims = canonicalize_axes(dimensions, ndim_out)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in lax.expand_dims: {tuple(dimensions)}")
+    kept = [d for d in range(ndim_out) if d not in dims]
+    shape = [1] * ndim_out
+    for d, size in zip(kept, x.shape):
+        shape[d] = size
+    return broadcast_in_dim(x, shape, kept)
+
+
+# ---------------------------------------------------------------------------------------
+# transpose, squeeze, rev
+# ---------------------------------------------------------------------------------------
+
+
+def _transpose_rule(x: ShapedArray, permutation: tuple[int, ...]) -> ShapedArray:
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(
+            "transpose permutation isn't a permutation of operand dimensions, got "
+            f"permutation {permutation} for operand shape {x.shape}."
+        )
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
+
+
+transpose_p = Primitive("transpose")
+transpose_p.def_impl(lambda x, permutation: np.transpose(x, permutation))
+transpose_p.def_abstract_eval(_transpose_rule)
+
+
+def transpose(operand_: Any, permutation: Sequence[int]) -> Any:
+    """Permute dimensions: result dimension ``i`` is operand dimension ``permutation[i]``."""
+    x = operand(operand_)
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(x.ndim)):
+        return x
+    return transpose_p.bind(x, permutation=permutation)
+
+
+def _squeeze_rule(x: ShapedArray, dimensions: tuple[int, ...]) -> ShapedArray:
+    if any(x.shape[d] != 1 for d in dimensions):
+        raise ValueError(
+            "cannot select an axis to squeeze out which has size not equal to one, got "
+            f"shape={x.shape} and dimensions={dimensions}"
+        )
+    shape = tuple(s for d, s in enumerate(x.shape) if d not in dimensions)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+squeeze_p = Primitive("squeeze")
+squeeze_p.def_impl(lambda x, dimensions: np.squeeze(x, dimensions))
+squeeze_p.def_abstract_eval(_squeeze_rule)
+
+
+def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
+    """Remove the given size-1 dimensions."""
+    x = operand(array)
+    dims = tuple(sorted(set(canonicalize_axes(dimensions, x.ndim))))
+    if not dims:
+        return x
+    return squeeze_p.bind(x, dimensions=dims)
+
+
+def _rev_rule(x: ShapedArray, dimensions: tuple[int, ...]) -> ShapedArray:
+    if any(d < 0 for d in dimensions):
+        raise TypeError(
+            f"rev dimensions must have every element be nonnegative, got {dimensions}."
+        )
+    if len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"rev dimensions must be unique, got {dimensions}.")
+    if any(d >= x.ndim for d in dimensions):
+        raise TypeError(
+            "rev dimensions must all be less than operand ndim, got dimensions "
+            f"{dimensions} for operand ndim {x.ndim}."
+        )
+    return x
+
+
+rev_p = Primitive("rev")
+rev_p.def_impl(lambda x, dimensions: np.flip(x, dimensions) if dimensions else x)
+rev_p.def_abstract_eval(_rev_rule)
+
+
+def rev(operand_: Any, dimensions: Sequence[int]) -> Any:
+    """Reverse the order of elements along each of ``dimensions``."""
+    return rev_p.bind(operand(operand_), dimensions=tuple(int(d) for d in dimensions))
+
+
+# ---------------------------------------------------------------------------------------
+# pad: low and high edge padding (negative crops) and interior padding
+# ---------------------------------------------------------------------------------------
+
+
+def _pad_rule(x: ShapedArray, padding_value: ShapedArray,
+              padding_config: tuple[tuple[int, int, int], ...]) -> ShapedArray:
+    if x.dtype != padding_value.dtype:
+        raise TypeError(
+            "pad operand and padding_value must be same dtype: got "
+            f"{x.dtype.name} and {padding_value.dtype.name}."
+        )
+    if len(padding_config) != x.ndim:
+        raise ValueError(
+            "length of padding_config must equal the number of axes of operand, got "
+            f"padding_config {padding_config} for operand shape {x.shape}"
+        )
+    if any(interior < 0 for _, _, interior in padding_config):
+        raise ValueError(
+            f"interior padding in padding_config must be nonnegative, got padding_config "
+            f"{padding_config}"
+        )
+    shape = tuple(lo + hi + n + max(n - 1, 0) * interior
+                  for n, (lo, hi, interior) in zip(x.shape, padding_config))
+    if any(s < 0 for s in shape):
+        raise ValueError(
+            f"Dimension size after padding is not at least 0, got result shape {shape}, for "
+            f"padding_config {padding_config} and operand shape {x.shape}"
+        )
+    return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
+
+
+def _pad_axis(x: np.ndarray, value: np.ndarray, axis: int, lo: int, hi: int,
+              interior: int) -> np.ndarray:
+    """Spread the elements ``interior`` apart, pad both edges, then crop negative edges."""
+    n = x.shape[axis]
+    spread = n + max(n - 1, 0) * interior
+    shape = list(x.shape)
+    shape[axis] = max(lo, 0) + spread + max(hi, 0)
+    out = np.full(shape, value, dtype=x.dtype)
+    where = [slice(None)] * x.ndim
+    where[axis] = slice(max(lo, 0), max(lo, 0) + spread, interior + 1)
+    out[tuple(where)] = x
+    where[axis] = slice(max(-lo, 0), shape[axis] - max(-hi, 0))
+    return out[tuple(where)]
+
+
+def _pad_kernel(x: np.ndarray, padding_value: np.ndarray,
+                padding_config: tuple[tuple[int, int, int], ...]) -> np.ndarray:
+    for axis, (lo, hi, interior) in enumerate(padding_config):
+        x = _pad_axis(x, padding_value, axis, lo, hi, interior)
+    return x
+
+
+pad_p = Primitive("pad")
+pad_p.def_impl(_pad_kernel)
+pad_p.def_abstract_eval(_pad_rule)
+
+
+def pad(operand_: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
+    """Pad each dimension with ``(low, high, interior)`` copies of ``padding_value``.
+
+    Negative ``low``/``high`` remove elements from that edge instead.
+    """
+    if np.ndim(padding_value) != 0:
+        raise ValueError(
+            f"padding_value must be a scalar; got np.shape(padding_value)={np.shape(padding_value)}"
+        )
+    config = tuple(tuple(int(p) for p in dim) for dim in padding_config)
+    return pad_p.bind(operand(operand_), operand(padding_value), padding_config=config)
+
+
+# ---------------------------------------------------------------------------------------
+# concatenate, stack, unstack, split, tile
+# ---------------------------------------------------------------------------------------
+
+
+def _same_dtypes(name: str, avals: Sequence[ShapedArray]) -> None:
+    if any(a.dtype != avals[0].dtype for a in avals):
+        names = ", ".join(a.dtype.name for a in avals)
+        raise TypeError(
+            f"lax.{name} requires arguments to have the same dtypes, got {names}. (Tip: "
+            f"jnp.{name} is a similar function that does automatic type promotion on inputs)."
+        )
+
+
+def _concatenate_rule(*avals: ShapedArray, dimension: int) -> ShapedArray:
+    shapes = ", ".join(str(a.shape) for a in avals)
+    if len({a.ndim for a in avals}) != 1:
+        raise TypeError(
+            f"Cannot concatenate arrays with different numbers of dimensions: got {shapes}."
+        )
+    if not 0 <= dimension < avals[0].ndim:
+        raise TypeError(
+            f"concatenate dimension out of bounds: dimension {dimension} for shapes {shapes}."
+        )
+    others = {a.shape[:dimension] + a.shape[dimension + 1:] for a in avals}
+    if len(others) != 1:
+        raise TypeError(
+            "Cannot concatenate arrays with shapes that differ in dimensions other than the "
+            f"one being concatenated: concatenating along dimension {dimension} for shapes "
+            f"{shapes}."
+        )
+    _same_dtypes("concatenate", avals)
+    shape = list(avals[0].shape)
+    shape[dimension] = sum(a.shape[dimension] for a in avals)
+    return ShapedArray(shape, avals[0].dtype, all(a.weak_type for a in avals))
+
+
+concatenate_p = Primitive("concatenate")
+concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+concatenate_p.def_abstract_eval(_concatenate_rule)
+
+
+def concatenate(operands: Sequence[Any], dimension: int) -> Any:
+    """Join arrays of one rank and dtype along an existing ``dimension``."""
+    if len(operands) == 0:
+        raise ValueError("concatenate requires a non-empty sequences of arrays")
+    if len(operands) == 1:
+        return operand(operands[0])
+    return concatenate_p.bind(*map(operand, operands), dimension=int(dimension))
+
+
+def _stack_rule(*avals: ShapedArray, axis: int) -> ShapedArray:
+    if len({a.shape for a in avals}) != 1:
+        shapes = ", ".join(str(a.shape) for a in avals)
+        if len({a.ndim for a in avals}) != 1:
+            raise ValueError(
+                f"Cannot stack arrays with different numbers of dimensions: got {shapes}."
+            )
+        raise ValueError(f"All input arrays must have the same shape: got {shapes}.")
+    _same_dtypes("stack", avals)
+    shape = list(avals[0].shape)
+    shape.insert(axis, len(avals))
+    return ShapedArray(shape, avals[0].dtype, all(a.weak_type for a in avals))
+
+
+stack_p = Primitive("stack")
+stack_p.def_impl(lambda *xs, axis: np.stack(xs, axis=axis))
+stack_p.def_abstract_eval(_stack_rule)
+
+
+def stack(operands: Sequence[Any], axis: int = 0) -> Any:
+    """Join arrays of one shape and dtype along a new dimension ``axis``."""
+    if len(operands) == 0:
+        raise ValueError("stack requires a non-empty sequences of arrays")
+    xs = list(map(operand, operands))
+    (axis,) = canonicalize_axes((axis,), xs[0].ndim + 1)
+    return stack_p.bind(*xs, axis=axis)
+
+
+unstack_p = Primitive("unstack", multiple_results=True)
+unstack_p.def_impl(lambda x, axis: [np.take(x, i, axis) for i in range(x.shape[axis])])
+unstack_p.def_abstract_eval(lambda x, axis: [
+    ShapedArray(x.shape[:axis] + x.shape[axis + 1:], x.dtype, x.weak_type)
+] * x.shape[axis])
+
+
+def unstack(operand_: Any, axis: int = 0) -> list[Any]:
+    """The slices of ``operand_`` along ``axis``, as a list of arrays."""
+    x = operand(operand_)
+    (axis,) = canonicalize_axes((axis,), x.ndim)
+    return unstack_p.bind(x, axis=axis)
+
+
+def _split_rule(x: ShapedArray, sizes: tuple[int, ...], axis: int) -> list[ShapedArray]:
+    if sum(sizes) != x.shape[axis]:
+        raise ValueError(
+            f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the operand "
+            f"shape {list(x.shape)}"
+        )
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
+    return [ShapedArray(s, x.dtype, x.weak_type) for s in shapes]
+
+
+split_p = Primitive("split", multiple_results=True)
+split_p.def_impl(lambda x, sizes, axis: np.split(x, np.cumsum(sizes)[:-1], axis))
+split_p.def_abstract_eval(_split_rule)
+
+
+def split(operand_: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
+    """Cut ``operand_`` along ``axis`` into consecutive pieces of the given ``sizes``."""
+    x = operand(operand_)
+    (axis,) = canonicalize_axes((axis,), x.ndim)
+    return split_p.bind(x, sizes=tuple(int(s) for s in sizes), axis=axis)
+
+
+def _tile_rule(x: ShapedArray, reps: tuple[int, ...]) -> ShapedArray:
+    if len(reps) != x.ndim:
+        raise TypeError(
+            "reps length must be equal to the ndim of x, got "
+            f"len(reps)={len(reps)} and x.ndim={x.ndim}."
+        )
+    if any(r < 0 for r in reps):
+        raise ValueError(f"reps must be nonnegative, got {reps}.")
+    shape = tuple(n * r for n, r in zip(x.shape, reps))
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+tile_p = Primitive("tile")
+tile_p.def_impl(lambda x, reps: np.tile(x, reps))
+tile_p.def_abstract_eval(_tile_rule)
+
+
+def tile(operand_: Any, reps: Sequence[int]) -> Any:
+    """Repeat the whole array ``reps[d]`` times along each dimension ``d``."""
+    return tile_p.bind(operand(operand_), reps=tuple(int(r) for r in reps))
+
+
+# ---------------------------------------------------------------------------------------
+# iota: 0, 1, 2, ... along one dimension (the primitive with no operands)
+# ---------------------------------------------------------------------------------------
+
+
+def _iota_rule(*, dtype: np.dtype, shape: tuple[int, ...], dimension: int,
+               sharding: Any) -> ShapedArray:
+    check_dtype("iota", NUMBER, dtype)
+    if any(d < 0 for d in shape):
+        raise TypeError(f"iota shape must have every element be nonnegative, got {shape}.")
+    if not 0 <= dimension < len(shape):
+        raise ValueError(
+            "iota dimension must be between 0 and len(shape), got "
+            f"dimension={dimension} for shape={shape}"
+        )
+    return ShapedArray(shape, dtype)
+
+
+def _iota_kernel(*, dtype: np.dtype, shape: tuple[int, ...], dimension: int,
+                 sharding: Any) -> np.ndarray:
+    counts = np.arange(shape[dimension]).astype(dtype)
+    expanded = [1] * len(shape)
+    expanded[dimension] = shape[dimension]
+    return np.broadcast_to(counts.reshape(expanded), shape)
+
+
+iota_p = Primitive("iota")
+iota_p.def_impl(_iota_kernel)
+iota_p.def_abstract_eval(_iota_rule)
+
+
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
+                     out_sharding: Any = None) -> Any:
+    """An array of ``shape`` whose values count 0, 1, 2, ... along ``dimension``."""
+    shape = canonicalize_shape(shape)
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
+                       dimension=int(dimension), sharding=None)
+
+
+def iota(dtype: Any, size: int) -> Any:
+    """``[0, 1, ..., size - 1]`` as an array of ``dtype``."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+# ---------------------------------------------------------------------------------------
+# copy: a new buffer with the same contents (what jnp.copy shows in a jaxpr)
+# ---------------------------------------------------------------------------------------
+
+copy_p = Primitive("copy")
+copy_p.def_impl(lambda x: np.array(x, copy=True))
+copy_p.def_abstract_eval(lambda x: x)

@@ -9,22 +9,41 @@ import numpy as _np
 
 from minijax.array import Array as ndarray
 from minijax.numpy import array_methods as _array_methods
+from minijax.numpy import linalg
 from minijax.numpy.creation import (
+    arange,
     array,
     asarray,
+    copy,
+    diag,
+    diagonal,
     empty,
     empty_like,
+    eye,
     full,
     full_like,
+    geomspace,
+    identity,
+    indices,
+    linspace,
+    logspace,
+    meshgrid,
     ones,
     ones_like,
+    tri,
+    tril,
+    triu,
     zeros,
     zeros_like,
 )
 from minijax.numpy.dtype_functions import *
+from minijax.numpy.indexing import _getitem, _index_update_helper, take, take_along_axis
 from minijax.numpy.logic import *
-from minijax.numpy.promotion import broadcast_to
+from minijax.numpy.manipulation import *
+from minijax.numpy.products import *
+from minijax.numpy.reductions import *
 from minijax.numpy.scalar_types import *
+from minijax.numpy.sorting import *
 from minijax.numpy.ufuncs import *
 
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma

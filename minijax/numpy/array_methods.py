@@ -61,7 +61,7 @@ _UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "absolute",
                     "invert": "invert"}
 _METHODS = [
     "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "conj", "conjugate",
-    "cumprod", "cumsum", "diagonal", "dot", "flatten", "max", "mean", "min", "nonzero",
+    "cumprod", "cumsum", "diagonal", "dot", "max", "mean", "min", "nonzero",
     "prod", "ravel", "repeat", "reshape", "round", "sort", "squeeze", "std", "sum",
     "swapaxes", "take", "trace", "transpose", "var",
 ]
@@ -80,6 +80,11 @@ def _transpose(self: Any, *axes: Any) -> Any:
     return _jnp("transpose")(self, axes or None)
 
 
+def _no_flat(self: Any) -> Any:
+    raise NotImplementedError("JAX Arrays do not implement the arr.flat property: consider "
+                              "arr.flatten() instead.")
+
+
 def _astype(self: Any, dtype: Any, copy: bool = False, device: Any = None) -> Any:
     return _jnp("astype")(self, dtype)
 
@@ -91,7 +96,7 @@ def _properties() -> dict[str, Any]:
         "real": property(lambda self: _jnp("real")(self)),
         "imag": property(lambda self: _jnp("imag")(self)),
         "at": property(lambda self: _jnp("_index_update_helper")(self)),
-        "flat": property(lambda self: iter(_jnp("ravel")(self))),
+        "flat": property(_no_flat),
     }
 
 
@@ -108,7 +113,8 @@ def _table() -> dict[str, Any]:
     table["__round__"] = lambda self, ndigits=None: _jnp("round")(self, ndigits or 0)
     for name in _METHODS:
         table[name] = _method(name)
-    table.update(reshape=_reshape, transpose=_transpose, astype=_astype)
+    table.update(reshape=_reshape, transpose=_transpose, astype=_astype,
+                 flatten=_method("ravel"))
     table.update(_properties())
     return table
 

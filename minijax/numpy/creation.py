@@ -1,19 +1,27 @@
-"""Making arrays: from Python and NumPy data, and from shapes (zeros, ones, full, arange).
+"""Making arrays: from Python and NumPy data, from shapes (zeros, ones, full), ranges
+(arange, linspace), and matrices with structure (eye, tri, diag).
 
 Values from the host get JAX's dtypes: canonicalised (float64 becomes float32 unless x64
 is on), and *weak* if they were bare Python scalars -- ``jnp.asarray(1.0)`` is a weak
-float32, ``jnp.asarray([1.0])`` is not.
+float32, ``jnp.asarray([1.0])`` is not. A ``dtype=`` argument naming a 64-bit type with
+x64 off is truncated with JAX's warning, which names the function.
+
+Arrays computed from shapes are made with ``lax`` even when nothing is traced: ``arange``
+is an ``iota``, ``eye`` compares two ``iota``s. So their jaxprs show what JAX shows.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 from typing import Any
 
 import numpy as np
 
-from minijax import dtypes, lax
+from minijax import dtypes, errors, lax
 from minijax.array import Array
 from minijax.core import Tracer
+from minijax.numpy.promotion import result_type
 from minijax.runtime import host_to_array, put_numpy
 
 
@@ -26,6 +34,8 @@ def _contains_arrays(obj: Any) -> bool:
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None
             ) -> Any:
     """``a`` as an array, without copying if it already is one of the right dtype."""
+    if dtype is not None:
+        dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "asarray")
     return array(a, dtype=dtype, copy=False if copy is None else copy)
 
 
@@ -37,7 +47,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     if isinstance(object, (Array, Tracer)):
         out = object
     elif _contains_arrays(object):
-        out = _stack_nested(object)
+        out = _stack_nested(object, dtype or _leaf_dtype(object))
     elif isinstance(object, (list, tuple)) and not object:
         out = put_numpy(np.zeros(0, dtype=dtypes.canonicalize_dtype(np.float64)))
     else:
@@ -50,26 +60,43 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     return out
 
 
-def _stack_nested(obj: Any) -> Any:
-    """Nested lists that hold arrays (or tracers): convert each, promote, and stack."""
-    from minijax.numpy import stack
-
+def _leaves(obj: Any) -> list[Any]:
     if isinstance(obj, (list, tuple)):
-        return stack([_stack_nested(o) for o in obj])
-    return array(obj)
+        return [leaf for o in obj for leaf in _leaves(o)]
+    return [obj]
 
 
-def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return full(shape, 0, dtype if dtype is not None else float)
+def _leaf_dtype(obj: Any) -> np.dtype:
+    """The dtype of ``jnp.array`` of nested lists: all leaves promoted, never weak."""
+    leaves = [leaf if isinstance(leaf, (Array, Tracer)) or np.ndim(leaf) == 0
+              else np.asarray(leaf) for leaf in _leaves(obj)]
+    return result_type(*leaves)[0]
 
 
-def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return full(shape, 1, dtype if dtype is not None else float)
+def _stack_nested(obj: Any, dtype: np.dtype) -> Any:
+    """Nested lists that hold arrays (or tracers): each converted to ``dtype``, given a new
+    leading axis, and concatenated -- which is how JAX records ``jnp.array([x, y])``."""
+    if not isinstance(obj, (list, tuple)):
+        leaf = obj if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
+        return lax.convert_element_type(leaf, dtype, False)
+    parts = [_stack_nested(o, dtype) for o in obj]
+    return lax.concatenate([lax.expand_dims(lax.operand(p), [0]) for p in parts], 0)
 
 
-def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    """JAX has no uninitialised memory: ``empty`` is ``zeros``."""
-    return zeros(shape, dtype)
+def _filled(fun_name: str, fill_value: int) -> Any:
+    def filled(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+        dt = dtypes.check_and_canonicalize_user_dtype(float if dtype is None else dtype,
+                                                      fun_name)
+        return lax.full(shape, fill_value, dt)
+
+    filled.__name__ = filled.__qualname__ = fun_name
+    filled.__doc__ = f"An array of ``shape`` filled with {fill_value}s (float32 by default)."
+    return filled
+
+
+zeros = _filled("zeros", 0)
+ones = _filled("ones", 1)
+empty = _filled("empty", 0)  # JAX has no uninitialised memory: ``empty`` is ``zeros``
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
@@ -82,19 +109,21 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     return broadcast_to(asarray(fill_value, dtype=dtype), shape)
 
 
-def _like(fill: Any) -> Any:
+def _like(fun_name: str, fill: Any) -> Any:
     def like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
         a = asarray(a)
         if dtype is not None:
-            dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "full_like")
+            dtype = dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
         return lax.full_like(a, fill, dtype, shape)
 
+    like.__name__ = like.__qualname__ = fun_name
+    like.__doc__ = f"Like ``{fun_name[:-5]}``, with the shape and dtype of ``a`` by default."
     return like
 
 
-zeros_like = _like(0)
-ones_like = _like(1)
-empty_like = zeros_like
+zeros_like = _like("zeros_like", 0)
+ones_like = _like("ones_like", 1)
+empty_like = _like("empty_like", 0)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
@@ -103,3 +132,258 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     if dtype is not None:
         dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "full_like")
     return lax.full_like(a, fill_value, dtype, shape)
+
+
+def copy(a: Any, order: str | None = None) -> Any:
+    """A copy of ``a`` (arrays are immutable, but ``copy`` is still a new buffer)."""
+    from minijax.numpy.promotion import check_arraylike
+
+    check_arraylike("copy", a)
+    return lax.copy_p.bind(lax.operand(a))
+
+
+# ---------------------------------------------------------------------------------------
+# Ranges
+# ---------------------------------------------------------------------------------------
+
+
+def _concrete_scalar(value: Any, fun_name: str, arg_name: str) -> Any:
+    """A Python number from an argument that must be known now (not traced)."""
+    if isinstance(value, Tracer) and value.to_concrete_value() is None:
+        raise errors.ConcretizationTypeError(
+            value.aval.str_long(), f"It arose in the {fun_name} argument '{arg_name}'",
+            value._context(),
+        )
+    if isinstance(value, complex) or np.iscomplexobj(value):
+        raise ValueError("Passing complex start/stop/step to jnp.arange is no longer "
+                         "supported starting in JAX v0.10.0.")
+    return np.asarray(value).item() if isinstance(value, (Array, Tracer)) else value
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
+           device: Any = None) -> Any:
+    """``start, start + step, ...`` up to (not including) ``stop``: an ``iota``, scaled by
+    ``step`` and shifted by ``start``. All arguments must be known when tracing."""
+    if stop is None and step is None:
+        args = {"stop": start}
+    else:
+        args = {"start": start, "stop": stop, "step": step}
+    values = {k: _concrete_scalar(v, "jnp.arange", k) for k, v in args.items() if v is not None}
+    if dtype is None:
+        dt = result_type(*values.values())[0]
+    else:
+        dt = dtypes.check_and_canonicalize_user_dtype(dtype, "arange")
+    first, last, delta = values.get("start", 0), values["stop"], values.get("step", 1)
+    size = max(math.ceil((last - first) / delta), 0)
+    out = lax.iota(dt, size)
+    if delta != 1:
+        out = lax.mul(out, lax.convert_element_type(delta, dt))
+    if first != 0 or delta != 1:
+        out = lax.add(out, lax.convert_element_type(first, dt))
+    return out
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *,
+             device: Any = None) -> Any:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (included if ``endpoint``).
+
+    ``start`` and ``stop`` may be arrays: the values then run along a new ``axis``.
+    Computed in floating point; an integer ``dtype`` rounds down, as JAX does.
+    """
+    from minijax.numpy.promotion import broadcast_to, to_inexact_dtype
+
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    compute = to_inexact_dtype(result_type(start, stop)[0])
+    dt = compute if dtype is None else dtypes.check_and_canonicalize_user_dtype(dtype,
+                                                                                 "linspace")
+    start, stop = (lax.convert_element_type(v, compute, False) for v in (start, stop))
+    shape = tuple(np.broadcast_shapes(np.shape(start), np.shape(stop)))
+    start, stop = broadcast_to(start, shape), broadcast_to(stop, shape)
+    axis = lax.canonicalize_axes((axis,), len(shape) + 1)[0]
+    div = num - 1 if endpoint else num
+    step = lax.div(lax.sub(stop, start), lax.convert_element_type(div, compute)) \
+        if div > 0 else lax.full_like(start, np.nan)
+    if num == 1:
+        out = lax.expand_dims(start, [axis])
+    else:  # start * (1 - t) + stop * t for t = i / div, as JAX computes it
+        count = max(div, 0)  # the values before ``stop``
+        part_shape = shape[:axis] + (count,) + shape[axis:]
+        others = [d for d in range(len(part_shape)) if d != axis]
+        t = lax.div(lax.iota(compute, count), lax.convert_element_type(div, compute))
+        t = lax.broadcast_in_dim(t, part_shape, (axis,))
+        one = lax.convert_element_type(1, compute)
+        out = lax.add(lax.mul(lax.broadcast_in_dim(start, part_shape, others), lax.sub(one, t)),
+                      lax.mul(lax.broadcast_in_dim(stop, part_shape, others), t))
+        if endpoint and num > 1:
+            out = lax.concatenate([out, lax.expand_dims(stop, [axis])], axis)
+    if not dtypes.issubdtype(dt, np.inexact):
+        out = lax.floor(out)
+    out = lax.convert_element_type(out, dt, False)
+    return (out, lax.convert_element_type(step, dt, False)) if retstep else out
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:
+    """``base ** linspace(start, stop)``: values evenly spaced on a log scale."""
+    from minijax.numpy import power
+
+    user_dtype = None if dtype is None else dtypes.check_and_canonicalize_user_dtype(
+        dtype, "logspace")
+    exponents = linspace(start, stop, num, endpoint, axis=axis)
+    out = power(lax.convert_element_type(base, exponents.dtype), exponents)
+    return out if user_dtype is None else lax.convert_element_type(out, user_dtype, False)
+
+
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+              dtype: Any = None, axis: int = 0) -> Any:
+    """Values evenly spaced on a log scale from ``start`` to ``stop`` (same sign)."""
+    from minijax.numpy import exp, log, sign
+
+    user_dtype = None if dtype is None else dtypes.check_and_canonicalize_user_dtype(
+        dtype, "geomspace")
+    signs = sign(start)
+    start, stop = start * signs, stop * signs
+    out = exp(linspace(log(start), log(stop), num, endpoint, axis=axis)) * signs
+    if num > 0:  # the ends exactly, not as exp(log(.))
+        out = out.at[(slice(None),) * axis + (0,)].set(start * signs)
+        if endpoint and num > 1:
+            out = out.at[(slice(None),) * axis + (-1,)].set(stop * signs)
+    return out if user_dtype is None else lax.convert_element_type(out, user_dtype, False)
+
+
+# ---------------------------------------------------------------------------------------
+# Structured matrices
+# ---------------------------------------------------------------------------------------
+
+
+def _matrix_shape(N: int, M: int | None) -> tuple[int, int]:
+    n, m = operator.index(N), N if M is None else operator.index(M)
+    if n < 0 or m < 0:
+        raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
+    return n, m
+
+
+def _diagonal_mask(shape: tuple[int, int], k: int, compare: Any) -> Any:
+    """``compare(row + k, column)`` for every element of a matrix of ``shape``."""
+    shifted_rows = lax.add(lax.broadcasted_iota(np.int32, shape, 0), np.int32(k))
+    return compare(shifted_rows, lax.broadcasted_iota(np.int32, shape, 1))
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *,
+        device: Any = None) -> Any:
+    """Ones on the ``k``-th diagonal (``column - row == k``), zeros elsewhere."""
+    dt = dtypes.check_and_canonicalize_user_dtype(float if dtype is None else dtype, "eye")
+    shape = _matrix_shape(N, M)
+    rows, columns = (lax.broadcasted_iota(np.int32, shape, d) for d in (0, 1))
+    mask = lax.eq(lax.add(rows, np.int32(operator.index(k))), columns)
+    return lax.convert_element_type(mask, dt, False)
+
+
+def identity(n: int, dtype: Any = None) -> Any:
+    """The ``n`` by ``n`` identity matrix."""
+    if dtype is not None:
+        dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "identity")
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    """Ones at and below the ``k``-th diagonal (``column <= row + k``), zeros above."""
+    dt = dtypes.check_and_canonicalize_user_dtype(float if dtype is None else dtype, "tri")
+    mask = _diagonal_mask(_matrix_shape(N, M), operator.index(k), lax.ge)
+    return lax.convert_element_type(mask, dt, False)
+
+
+def _triangle(name: str, m: Any, k: int, below: bool) -> Any:
+    m = asarray(m)
+    if m.ndim < 2:
+        raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
+    rows, columns = m.shape[-2:]
+    mask = _diagonal_mask((rows, columns), k if below else k - 1, lax.ge)
+    mask = lax.broadcast_in_dim(mask, m.shape, (m.ndim - 2, m.ndim - 1))
+    zeros = lax.full_like(m, 0)
+    return lax.select(mask, m, zeros) if below else lax.select(mask, zeros, m)
+
+
+def tril(m: Any, k: int = 0) -> Any:
+    """``m`` with the elements above the ``k``-th diagonal set to zero."""
+    return _triangle("tril", m, operator.index(k), below=True)
+
+
+def triu(m: Any, k: int = 0) -> Any:
+    """``m`` with the elements below the ``k``-th diagonal set to zero."""
+    return _triangle("triu", m, operator.index(k), below=False)
+
+
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The ``offset``-th diagonal of the matrices in dimensions ``axis1``, ``axis2``,
+    as the last dimension of the result."""
+    from minijax.numpy.manipulation import moveaxis
+
+    a = asarray(a)
+    if a.ndim < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions.")
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    rows, columns = a.shape[-2:]
+    offset = operator.index(offset)
+    start_row, start_column = max(-offset, 0), max(offset, 0)
+    length = max(min(rows - start_row, columns - start_column), 0)
+    steps = np.arange(length)
+    return a[..., start_row + steps, start_column + steps]
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """The ``k``-th diagonal of a matrix, or a matrix with vector ``v`` on that diagonal."""
+    v = asarray(v)
+    k = operator.index(k)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("diag input must be 1d or 2d")
+    n = v.shape[0] + abs(k)
+    # Element (i, i + k) is v[i] above the diagonal; (j - k, j) is v[j] below it.
+    padded = lax.pad(v, lax.convert_element_type(0, v.dtype), [(0, abs(k), 0)])
+    values = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
+    mask = _diagonal_mask((n, n), k, lax.eq)
+    return lax.select(mask, values, lax.full_like(values, 0))
+
+
+# ---------------------------------------------------------------------------------------
+# Grids
+# ---------------------------------------------------------------------------------------
+
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy"
+             ) -> list[Any]:
+    """Coordinate arrays for a grid: one array per vector in ``xi``, each varying along
+    its own dimension (``indexing='xy'`` swaps the first two, as for images)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
+    arrays = [asarray(x) for x in xi]
+    if any(a.ndim != 1 for a in arrays):
+        shapes = [a.shape for a in arrays]
+        raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shapes {shapes}")
+    dims = list(range(len(arrays)))
+    if indexing == "xy" and len(arrays) > 1:
+        dims[0], dims[1] = 1, 0
+    shape = [0] * len(arrays)
+    for a, d in zip(arrays, dims):
+        shape[d] = a.shape[0]
+    if sparse:
+        return [lax.broadcast_in_dim(a, [shape[d] if i == d else 1 for i in range(len(shape))],
+                                     (d,)) for a, d in zip(arrays, dims)]
+    return [lax.broadcast_in_dim(a, shape, (d,)) for a, d in zip(arrays, dims)]
+
+
+def indices(dimensions: Any, dtype: Any = None, sparse: bool = False) -> Any:
+    """Grid of indices: ``out[d][i0, i1, ...] = i_d`` (a tuple of vectors if ``sparse``)."""
+    dt = dtypes.check_and_canonicalize_user_dtype(int if dtype is None else dtype, "indices")
+    shape = lax.canonicalize_shape(dimensions)
+    grids = []
+    for d, n in enumerate(shape):
+        full = shape if not sparse else tuple(n if i == d else 1 for i in range(len(shape)))
+        grids.append(lax.broadcast_in_dim(lax.iota(dt, n), full, (d,)))
+    return tuple(grids) if sparse else lax.stack(grids, 0) if grids else \
+        lax.full((0,), 0, dt)

@@ -80,7 +80,8 @@ def to_inexact_dtype(dtype: np.dtype) -> np.dtype:
     """The floating-point dtype a function like ``sin`` computes integer inputs in."""
     if dtypes.issubdtype(dtype, np.inexact):
         return dtype
-    return dtypes.promote_types(dtype, dtypes.canonicalize_dtype(np.float64))
+    # As in JAX 0.10: 64-bit integers compute in float64 (if x64 is on), all others in float32.
+    return dtypes.canonicalize_dtype(np.float64 if dtype.itemsize == 8 else np.float32)
 
 
 def promote_dtypes_inexact(*args: Any) -> list[Any]:

@@ -1,0 +1,221 @@
+"""``cond`` and ``switch``: apply one of several functions, chosen by a value.
+
+Python's ``if`` needs a concrete boolean, which a traced value does not have. ``cond``
+instead traces *every* branch into a jaxpr and records one ``cond`` equation that holds
+them all (``branches=(false_jaxpr, true_jaxpr)``); which branch runs is decided later,
+by the value of an ``int32`` index. Every branch must therefore return the same types.
+
+Eagerly, the index is known: the ``cond`` primitive simply evaluates the chosen branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from minijax import dtypes, tracing
+from minijax.array import Array
+from minijax.core import Primitive, ShapedArray
+from minijax.jaxpr import ClosedJaxpr, eval_closed_jaxpr
+from minijax.lax.control_flow.common import (
+    DebugInfo,
+    cast_to,
+    flatten_operands,
+    forwarded_inputs,
+    keep_outputs,
+    leaf_paths,
+    listing,
+    merge_consts,
+    mismatch_reason,
+    structure_differences,
+    trace_function,
+    typematch,
+)
+from minijax.lax.elementwise import clamp, convert_element_type, ne
+from minijax.lax.shapes import full_like
+from minijax.tree_util import PyTreeDef
+
+__all__ = ["cond", "cond_p", "switch"]
+
+# ---------------------------------------------------------------------------------------
+# The primitive: cond[branches=(...)] index *operands
+# ---------------------------------------------------------------------------------------
+
+
+def _cond_rule(index: ShapedArray, *args: ShapedArray,
+               branches: tuple[ClosedJaxpr, ...]) -> list[ShapedArray]:
+    if index.shape != () or index.dtype != np.int32:
+        raise TypeError(f"cond index must be an int32 scalar, got {index.str_long()}")
+    for branch in branches:
+        if len(branch.in_avals) != len(args) or not all(map(typematch, args, branch.in_avals)):
+            raise TypeError(
+                f"cond branches take {[a.str_long() for a in branch.in_avals]} but the "
+                f"operands are {[a.str_long() for a in args]}"
+            )
+    return branches[0].out_avals
+
+
+def _cond_eager(index: Array, *args: Any, branches: tuple[ClosedJaxpr, ...]) -> list[Any]:
+    """Run just the branch the (concrete) index picks."""
+    outs = eval_closed_jaxpr(branches[int(index)], *args)
+    return cast_to(outs, branches[0].out_avals)
+
+
+cond_p = Primitive("cond", multiple_results=True)
+cond_p.def_abstract_eval(_cond_rule)
+cond_p.def_eager_rule(_cond_eager)
+
+
+def _bind_cond(index: Any, jaxprs: Sequence[ClosedJaxpr], inputs: list[Any],
+               out_tree: PyTreeDef) -> Any:
+    """Bind ``cond``; ``inputs`` are the branches' shared constants, then the operands.
+
+    An output that every branch returns straight from the same input needs no ``cond``
+    at all: it is left out of the branches and taken from that input (as JAX does).
+    """
+    forwards = [set(f) for f in zip(*(forwarded_inputs(j.jaxpr) for j in jaxprs))]
+    forwarded = [f.pop() if len(f) == 1 else None for f in forwards]
+    keep = [f is None for f in forwarded]
+    jaxprs = tuple(keep_outputs(j, keep) for j in jaxprs)
+    outs = iter(cond_p.bind(index, *inputs, branches=jaxprs))
+    return out_tree.unflatten(next(outs) if f is None else inputs[f] for f in forwarded)
+
+
+def _trace_branches(api: str, names: Sequence[str], funs: Sequence[Callable],
+                    operands: tuple) -> tuple[list[ClosedJaxpr], list[Any], PyTreeDef]:
+    """Trace every branch on the operands' types and check that their outputs agree.
+
+    Returns the branch jaxprs, which all take the constants captured by any branch and
+    then the operands; those inputs; and the treedef of the output.
+    """
+    args, avals, in_tree = flatten_operands(operands)
+    operand_avals = in_tree.unflatten(avals)
+    traced = [trace_function(fun, operand_avals, DebugInfo(api)) for fun in funs]
+    (jaxpr0, tree0), name0, fun0 = traced[0], names[0], funs[0]
+    for (jaxpr, tree), name, fun in zip(traced[1:], names[1:], funs[1:]):
+        _check_branch_outputs(api, (name0, fun0, tree0, jaxpr0.out_avals),
+                              (name, fun, tree, jaxpr.out_avals))
+    jaxprs, consts = merge_consts([jaxpr for jaxpr, _ in traced])
+    return jaxprs, [*consts, *args], tree0
+
+
+def _source(fun: Callable) -> str:
+    context = tracing.tracing_context(fun, "")
+    return f"{context.fun_name} at {context.source}"
+
+
+def _check_branch_outputs(api: str, first: tuple, second: tuple) -> None:
+    """Raise JAX's TypeError if two branches return different structures or types."""
+    (name1, fun1, tree1, avals1), (name2, fun2, tree2, avals2) = first, second
+    header = f"{name1} is {_source(fun1)}\n{name2} is {_source(fun2)}\n\n"
+
+    def at(path: str) -> str:
+        return f" at path {path}" if path else ""
+
+    if tree1 != tree2:
+        diffs = [f"{name1} output{at(p)} is a {t1} but {name2} output{at(p)} is a {t2}, "
+                 f"so {why}"
+                 for p, t1, t2, why in structure_differences(tree1, tree2, "pytree leaf")]
+        raise TypeError(
+            f"{api} branch outputs must have the same pytree structure, but they differ:\n\n"
+            f"{header}{listing(diffs, loose=True, capital=False)}\n"
+            f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
+    diffs = [f"the output of {name1}{at(p)} has type {a.str_long()} but the corresponding "
+             f"output of {name2} has type {b.str_long()}{mismatch_reason(a, b)}"
+             for p, a, b in zip(leaf_paths(tree1), avals1, avals2) if not typematch(a, b)]
+    if diffs:
+        raise TypeError(
+            f"{api} branches must have equal output types but they differ.\n\n"
+            f"{header}{listing(diffs, loose=False)}\n"
+            f"Revise {name1} and/or {name2} so that all output types match.")
+
+
+# ---------------------------------------------------------------------------------------
+# cond
+# ---------------------------------------------------------------------------------------
+
+_NO_OPERAND = object()
+
+
+def _operands(operands: tuple, operand: Any) -> tuple:
+    """The old calling convention passed a single ``operand=`` keyword."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                        f"passed, got operand={operand!r} and positional operands {operands}")
+    return (operand,)
+
+
+def _predicate_index(pred: Any) -> Any:
+    """The predicate as the ``int32`` branch index (0: false, 1: true); numbers count as
+    true when nonzero."""
+    if pred is None:
+        raise TypeError("cond predicate is None")
+    if isinstance(pred, Sequence) or np.ndim(pred) != 0:
+        kind = f"type {type(pred)}" if isinstance(pred, Sequence) else f"shape {np.shape(pred)}."
+        raise TypeError(f"Pred must be a scalar, got {pred} of {kind}")
+    try:
+        dtype = dtypes.result_type(pred)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from err
+    if dtype.kind != "b":
+        if dtype.kind not in "iuf":
+            raise TypeError(f"Pred type must be either boolean or number, got {dtype}.")
+        # A Python or NumPy number is compared right away; an array, by a primitive.
+        pred = ne(pred, full_like(pred, 0)) if isinstance(pred, Array) else pred != 0
+    return convert_element_type(pred, np.int32)
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
+         operand: Any = _NO_OPERAND) -> Any:
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one primitive.
+
+    Both functions are traced (so both must accept the operands and return the same
+    types); only the chosen one runs.
+    """
+    if not (callable(true_fun) and callable(false_fun)):
+        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+    operands = _operands(operands, operand)
+    index = _predicate_index(pred)
+    (true_jaxpr, false_jaxpr), inputs, out_tree = _trace_branches(
+        "cond", ("true_fun", "false_fun"), (true_fun, false_fun), operands)
+    return _bind_cond(index, (false_jaxpr, true_jaxpr), inputs, out_tree)
+
+
+# ---------------------------------------------------------------------------------------
+# switch
+# ---------------------------------------------------------------------------------------
+
+
+def _branch_index(index: Any) -> None:
+    """Check that ``index`` is an integer scalar (JAX's messages)."""
+    if np.ndim(index) != 0:
+        raise TypeError(f"Branch index must be scalar, got {index} of shape {np.shape(index)}.")
+    try:
+        dtype = dtypes.result_type(index)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"Index type must be an integer, got {index}.") from err
+    if dtype.kind not in "iu":
+        raise TypeError(f"Index type must be an integer, got {index} as {dtype}")
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any,
+           operand: Any = _NO_OPERAND) -> Any:
+    """``branches[index](*operands)``, ``index`` clamped into range, as one primitive."""
+    if not all(callable(branch) for branch in branches):
+        raise TypeError("lax.switch: branches argument should be a sequence of callables.")
+    operands = _operands(operands, operand)
+    _branch_index(index)
+    branches = tuple(branches)
+    if not branches:
+        raise ValueError("Empty branch sequence")
+    if len(branches) == 1:
+        return branches[0](*operands)
+    index = convert_element_type(index, np.int32)
+    index = clamp(np.array(0, np.int32), index, np.array(len(branches) - 1, np.int32))
+    names = ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))]  # sic: JAX's
+    jaxprs, inputs, out_tree = _trace_branches("switch", names, branches, operands)
+    return _bind_cond(index, jaxprs, inputs, out_tree)
