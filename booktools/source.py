@@ -15,14 +15,14 @@ from IPython.display import Markdown
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _location(obj: Any) -> str:
+def _location(obj: Any, first_line: int) -> str:
     path = Path(inspect.getsourcefile(obj)).resolve()
     try:
         path = path.relative_to(ROOT)
     except ValueError:
         pass
-    line = inspect.getsourcelines(obj)[1] if not inspect.ismodule(obj) else 1
-    return f"{path.as_posix()}:{line}"
+    start = inspect.getsourcelines(obj)[1] if not inspect.ismodule(obj) else 1
+    return f"{path.as_posix()}:{max(start, 1) + first_line - 1}"
 
 
 def show_source(obj: Any, *, lines: tuple[int, int] | None = None) -> Markdown:
@@ -33,7 +33,8 @@ def show_source(obj: Any, *, lines: tuple[int, int] | None = None) -> Markdown:
     """
     obj = inspect.unwrap(obj)
     source = inspect.getsource(obj)
+    first = 1
     if lines is not None:
         first, last = lines
         source = "\n".join(source.splitlines()[first - 1:last]) + "\n"
-    return Markdown(f"`{_location(obj)}`\n\n```python\n{source}```")
+    return Markdown(f"`{_location(obj, first)}`\n\n```python\n{source}```")

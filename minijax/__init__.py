@@ -7,7 +7,7 @@ Use it the way you would use JAX::
     from minijax import lax
 """
 
-from minijax import errors, lax, numpy, tree_util
+from minijax import errors, lax, numpy, test_util, tree_util
 from minijax.api import ShapeDtypeStruct, make_jaxpr
 from minijax.array import Array
 from minijax.config import config, numpy_dtype_promotion
