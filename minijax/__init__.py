@@ -10,6 +10,16 @@ Use it the way you would use JAX::
 from minijax import errors, lax, numpy, test_util, tree_util
 from minijax.api import ShapeDtypeStruct, make_jaxpr
 from minijax.array import Array
+from minijax.autodiff import (
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 from minijax.config import config, numpy_dtype_promotion
 from minijax.core import ShapedArray
 from minijax.runtime import (
@@ -35,6 +45,14 @@ __all__ = [
     "device_put",
     "devices",
     "errors",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "value_and_grad",
+    "vjp",
     "lax",
     "local_device_count",
     "local_devices",

@@ -53,6 +53,7 @@ __all__ = [
     "finfo",
     "float16",
     "float32",
+    "float0",
     "float64",
     "iinfo",
     "int8",
@@ -97,6 +98,10 @@ SUPPORTED_DTYPES: tuple[type, ...] = (
     complex64, complex128,
 )  # fmt: skip
 """Every dtype a minijax array may have."""
+
+# The dtype of tangents of integer and boolean values: they cannot change continuously, so
+# their tangents carry no data at all (NumPy's zero-size void), as in ``jax.dtypes.float0``.
+float0 = np.dtype([("float0", np.void, 0)])
 
 _SUPPORTED = frozenset(np.dtype(t) for t in SUPPORTED_DTYPES)
 

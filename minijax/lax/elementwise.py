@@ -148,6 +148,8 @@ __all__ = [
     "square",
     "square_p",
     "sub",
+    "stop_gradient",
+    "stop_gradient_p",
     "sub_p",
     "tan",
     "tan_p",
@@ -495,6 +497,26 @@ lt = _api(lt_p, "Elementwise x < y.")
 le = _api(le_p, "Elementwise x <= y.")
 gt = _api(gt_p, "Elementwise x > y.")
 ge = _api(ge_p, "Elementwise x >= y.")
+
+
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.def_impl(lambda x: x)
+stop_gradient_p.def_abstract_eval(lambda x: x)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` itself, but a constant to differentiation (its derivative is zero).
+
+    Works on pytrees. Integer and boolean values are returned as they are: they have no
+    derivative to stop.
+    """
+    from minijax.tree_util import tree_map
+
+    def stop(leaf: Any) -> Any:
+        leaf = operand(leaf)
+        return stop_gradient_p.bind(leaf) if dtypes.issubdtype(leaf.dtype, np.inexact) else leaf
+
+    return tree_map(stop, x)
 
 
 def round(x: Any, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Any:

@@ -1,0 +1,141 @@
+"""Partial evaluation: compute what is known now, record what is not.
+
+:class:`PartialEvalTrace` is the trace that turns forward-mode AD into a *linearization*.
+Its own tracers stand for values that are not known yet (tangents). For every primitive:
+
+* if none of the inputs is one of its tracers, every input is known: the primitive is
+  simply applied by the parent trace (eagerly, or by an outer transformation);
+* otherwise the primitive is *recorded* as an equation of a jaxpr, and the known inputs
+  it uses become constants of that jaxpr -- the *residuals* of reverse mode.
+
+Run a JVP with tangents that are unknown, and primal computations happen at once while
+tangent computations are recorded: the recording is a jaxpr that maps input tangents to
+output tangents, linear by construction. ``transpose.py`` runs it backwards.
+
+The module also holds jaxpr-level tools used by the AD of control flow: dead-code
+elimination and splitting a jaxpr into a known and an unknown part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from minijax import core
+from minijax.core import Primitive, Trace
+from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from minijax.tracing import JaxprTrace, JaxprTracer
+
+# primitive -> rule(trace, args, params) for primitives that can do better than being
+# recorded whole when some inputs are known (e.g. cond and scan split their bodies).
+partial_eval_rules: dict[Primitive, Callable[..., Any]] = {}
+
+
+class PartialEvalTrace(JaxprTrace):
+    """Applies known computations with ``parent`` and records unknown ones."""
+
+    def __init__(self, parent: Trace) -> None:
+        super().__init__(parent.tracing_context)
+        self.parent = parent
+
+    def is_unknown(self, x: Any) -> bool:
+        return isinstance(x, JaxprTracer) and x._trace is self
+
+    def process_primitive(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        if not any(map(self.is_unknown, args)):
+            with core.set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
+        rule = partial_eval_rules.get(primitive)
+        if rule is not None:
+            return rule(self, args, params)
+        return super().process_primitive(primitive, args, params)
+
+    def record(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+        """Record ``primitive`` as an equation whatever its inputs (for partial-eval rules)."""
+        return JaxprTrace.process_primitive(self, primitive, tuple(args), params)
+
+
+# ---------------------------------------------------------------------------------------
+# Jaxpr-level tools
+# ---------------------------------------------------------------------------------------
+
+
+def dead_code_elimination(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None
+                          ) -> tuple[Jaxpr, list[bool]]:
+    """Drop equations whose results nobody uses (and, if given, unused outputs).
+
+    Returns the smaller jaxpr and which inputs it still uses. Equations without outputs
+    (effects, like debug printing) are kept.
+    """
+    outvars = jaxpr.outvars if used_outputs is None else [
+        v for v, used in zip(jaxpr.outvars, used_outputs) if used]
+    live = {v for v in outvars if type(v) is Var}
+    kept: list[JaxprEqn] = []
+    for eqn in reversed(jaxpr.eqns):
+        if not eqn.outvars or any(v in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(v for v in eqn.invars if type(v) is Var)
+    kept.reverse()
+    used_inputs = [v in live for v in jaxpr.invars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept), used_inputs
+
+
+def unknown_vars(jaxpr: Jaxpr, unknown_inputs: Sequence[bool]) -> set[Var]:
+    """The variables that depend on the unknown inputs (forward dependence)."""
+    unknown = {v for v, u in zip(jaxpr.invars, unknown_inputs) if u}
+    for eqn in jaxpr.eqns:
+        if any(type(v) is Var and v in unknown for v in eqn.invars):
+            unknown.update(eqn.outvars)
+    return unknown
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknown_inputs: Sequence[bool]
+                       ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
+    """Split a jaxpr into what can be computed from its known inputs and what cannot.
+
+    Returns ``(known, unknown, unknown_outputs, num_residuals)``:
+
+    * ``known`` takes the known inputs and returns the known outputs followed by the
+      residuals (known values the unknown part needs);
+    * ``unknown`` takes the residuals followed by the unknown inputs and returns the
+      unknown outputs.
+
+    An equation is known if all its inputs are. This is the offline twin of
+    :class:`PartialEvalTrace`, needed where a whole jaxpr must be split at once (the
+    body of a ``scan``, say).
+    """
+    jaxpr = closed.jaxpr
+    unknown = unknown_vars(jaxpr, unknown_inputs)
+    known_eqns = [e for e in jaxpr.eqns if not any(v in unknown for v in e.outvars)]
+    unknown_eqns = [e for e in jaxpr.eqns if any(v in unknown for v in e.outvars)]
+    unknown_outputs = [type(v) is Var and v in unknown for v in jaxpr.outvars]
+
+    needed_by_unknown: list[Var] = []
+    for eqn in unknown_eqns:
+        for v in eqn.invars:
+            if type(v) is Var and v not in unknown and v not in needed_by_unknown:
+                needed_by_unknown.append(v)
+    residuals = [v for v in needed_by_unknown if v not in jaxpr.constvars]
+    res_consts = [v for v in needed_by_unknown if v in jaxpr.constvars]
+
+    known_in = [v for v, u in zip(jaxpr.invars, unknown_inputs) if not u]
+    known_out = [v for v, u in zip(jaxpr.outvars, unknown_outputs) if not u]
+    known = Jaxpr(jaxpr.constvars, known_in, known_out + residuals, known_eqns)
+
+    res_vars = [Var(v.aval) for v in residuals]
+    rename = dict(zip(residuals, res_vars))
+    unknown_in = [v for v, u in zip(jaxpr.invars, unknown_inputs) if u]
+    unk = Jaxpr(res_consts, res_vars + unknown_in,
+                [rename.get(v, v) if type(v) is Var else v
+                 for v, u in zip(jaxpr.outvars, unknown_outputs) if u],
+                [_renamed(e, rename) for e in unknown_eqns])
+    const_values = dict(zip(jaxpr.constvars, closed.consts))
+    return (ClosedJaxpr(known, closed.consts),
+            ClosedJaxpr(unk, [const_values[v] for v in res_consts]),
+            unknown_outputs, len(residuals))
+
+
+def _renamed(eqn: JaxprEqn, rename: dict[Var, Var]) -> JaxprEqn:
+    invars = [rename.get(v, v) if type(v) is Var else v for v in eqn.invars]
+    return JaxprEqn(eqn.primitive, invars, eqn.outvars, eqn.params)
+
