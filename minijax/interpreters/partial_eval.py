@@ -80,13 +80,14 @@ def dead_code_elimination(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = No
     return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept), used_inputs
 
 
-def unknown_vars(jaxpr: Jaxpr, unknown_inputs: Sequence[bool]) -> set[Var]:
-    """The variables that depend on the unknown inputs (forward dependence)."""
-    unknown = {v for v, u in zip(jaxpr.invars, unknown_inputs) if u}
+def dependent_vars(jaxpr: Jaxpr, inputs: Sequence[bool]) -> set[Var]:
+    """The variables that depend on the selected inputs: the unknown values of a partial
+    evaluation, or the linear values of a transposition."""
+    dependent = {v for v, selected in zip(jaxpr.invars, inputs) if selected}
     for eqn in jaxpr.eqns:
-        if any(type(v) is Var and v in unknown for v in eqn.invars):
-            unknown.update(eqn.outvars)
-    return unknown
+        if any(type(v) is Var and v in dependent for v in eqn.invars):
+            dependent.update(eqn.outvars)
+    return dependent
 
 
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknown_inputs: Sequence[bool]
@@ -105,7 +106,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknown_inputs: Sequence[bool]
     body of a ``scan``, say).
     """
     jaxpr = closed.jaxpr
-    unknown = unknown_vars(jaxpr, unknown_inputs)
+    unknown = dependent_vars(jaxpr, unknown_inputs)
     known_eqns = [e for e in jaxpr.eqns if not any(v in unknown for v in e.outvars)]
     unknown_eqns = [e for e in jaxpr.eqns if any(v in unknown for v in e.outvars)]
     unknown_outputs = [type(v) is Var and v in unknown for v in jaxpr.outvars]

@@ -23,6 +23,7 @@ from typing import Any
 
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters.ad import Zero, add_tangents
+from minijax.interpreters.partial_eval import dependent_vars
 from minijax.jaxpr import Jaxpr, Literal, Var
 
 # primitive -> rule(cotangent(s) of the outputs, *inputs, **params) -> cotangents of the
@@ -47,15 +48,6 @@ def is_undefined(x: Any) -> bool:
     return type(x) is UndefinedPrimal
 
 
-def linear_variables(jaxpr: Jaxpr, linear_inputs: Sequence[bool]) -> set[Var]:
-    """The variables that depend on linear inputs: everything else is a constant."""
-    linear = {v for v, is_linear in zip(jaxpr.invars, linear_inputs) if is_linear}
-    for eqn in jaxpr.eqns:
-        if any(type(v) is Var and v in linear for v in eqn.invars):
-            linear.update(eqn.outvars)
-    return linear
-
-
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[bool],
                   args: Sequence[Any], cotangents_out: Sequence[Any]) -> list[Any]:
     """Cotangents of the linear inputs of ``jaxpr``, given cotangents of its outputs.
@@ -65,7 +57,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[b
     compute constants the transposed equations need. The result has one entry per input:
     a cotangent (possibly ``Zero``) for linear inputs, ``None`` for the others.
     """
-    linear = linear_variables(jaxpr, linear_inputs)
+    linear = dependent_vars(jaxpr, linear_inputs)
     env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     for var, value, is_linear in zip(jaxpr.invars, args, linear_inputs):
         if not is_linear:
