@@ -1,0 +1,213 @@
+"""Checks for chapter 01, arrays: ``.at[]`` updates, pure functions, dtypes, devices.
+
+Every check feeds the learner's function minijax arrays (and, where the exercise says so,
+NumPy arrays), because the point of the chapter is how JAX arrays differ from NumPy's. The
+inputs are chosen to catch the classic bugs: a repeated index counted once, a negative
+index that wraps around instead of being ignored, ``0 / 0`` for a row of zeros, an input
+modified in place, integer differences that wrap around, Python ``if`` on array values, and
+arrays committed to different devices.
+
+Expected values never come from the solution notebook: they are computed here with NumPy,
+in 64-bit arithmetic, from the definition of each exercise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import minijax as jax
+import minijax.numpy as jnp
+from grader.checks import (
+    CheckFailed,
+    Returned,
+    brief,
+    call,
+    describe_exception,
+    exercise,
+    expect_close,
+    expect_dtype,
+    expect_equal,
+    show,
+)
+from minijax.runtime import Device
+
+
+def source(value: Any) -> str:
+    """Python source that re-creates ``value``, minijax arrays and devices included, so a
+    learner can paste the failing call into a cell."""
+    if isinstance(value, jax.Array):
+        text = show(np.asarray(value)).replace("np.", "jnp.")
+        if value.committed:
+            text = f"jax.device_put({text}, jax.devices()[{value.device.id}])"
+        return text
+    if isinstance(value, list):
+        return f"[{', '.join(source(item) for item in value)}]"
+    if isinstance(value, Device):
+        return f"jax.devices()[{value.id}]"
+    return show(value)
+
+
+def call_jnp(ns: Any, name: str, *args: Any, hint: str | None = None) -> Returned:
+    """``grader.checks.call``, with minijax arrays shown as ``jnp.array(...)`` in messages,
+    and ``hint`` added to the message when the learner's function raises."""
+    plain = f"{name}({', '.join(show(arg) for arg in args)})"
+    shown = f"{name}({', '.join(source(arg) for arg in args)})"
+    try:
+        got = call(ns, name, *args)
+    except CheckFailed as failure:
+        message = str(failure).replace(plain, shown, 1)
+        raise CheckFailed(f"{message} -- hint: {hint}" if hint else message) from failure
+    return Returned(call=shown, value=got.value)
+
+
+def expect_jax_array(got: Returned, hint: str) -> None:
+    if not isinstance(got.value, jax.Array):
+        raise CheckFailed(
+            f"{got.call} returned a {type(got.value).__name__}; expected a jax.Array "
+            f"-- hint: {hint}"
+        )
+
+
+@exercise("histogram", points=2)
+def check_histogram(ns):
+    def counts(values: list[int], n: int) -> np.ndarray:
+        values = np.array(values, dtype=np.int64)
+        return np.bincount(values[(values >= 0) & (values < n)], minlength=n)
+
+    cases = [
+        ([0, 1, 3, 2], 4, "counts[i] is how often i occurs in indices"),
+        ([1, 1, 1, 0, 3, 3], 4, "a repeated index must be counted every time: "
+         "counts.at[indices].add(1) accumulates, NumPy-style counts[indices] += 1 does not"),
+        ([2, 5, 0, 7, 2], 3, "values >= n are ignored (.at[] drops out-of-bounds updates)"),
+        ([0, -1, -3, 1], 3, "-1 is a valid index (the last bin), so .at[] does not drop it: "
+         "add 0 instead of 1 for values outside [0, n), e.g. with a boolean mask"),
+        ([], 2, "no indices, no counts"),
+    ]
+    for values, n, hint in cases:
+        got = call_jnp(ns, "histogram", jnp.array(values, dtype=jnp.int32), n)
+        expect_equal(got, counts(values, n), hint=hint)
+        expect_dtype(got, np.int32, hint="start from jnp.zeros(n, dtype=jnp.int32)")
+
+
+@exercise("normalize_rows", points=2)
+def check_normalize_rows(ns):
+    def unit_rows(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        norms = np.sqrt((x**2).sum(axis=1, keepdims=True))
+        return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+    rng = np.random.default_rng(1)
+    cases = [
+        (jnp.array([[3.0, 4.0], [1.0, 0.0], [0.0, -2.0]]),
+         "divide each row by its length, jnp.linalg.norm(x, axis=1, keepdims=True)"),
+        (jnp.asarray(rng.standard_normal((5, 3)).astype(np.float32)),
+         "keepdims=True makes the norms broadcast against the rows"),
+        (jnp.array([[0.0, 0.0], [6.0, 8.0]]),
+         "0 / 0 is nan: divide a row of zeros by 1 instead (jnp.where(norms == 0, 1, norms))"),
+        (np.array([[1.0, 1.0], [2.0, 0.0]], dtype=np.float32),
+         "NumPy input too: convert with jnp.asarray(x) and compute with jnp"),
+    ]
+    for x, hint in cases:
+        got = call_jnp(ns, "normalize_rows", x, hint="use jnp functions and .at[] or "
+                       "jnp.where, never x[i] = ...: JAX arrays are immutable")
+        expect_jax_array(got, "compute with jnp functions, which return jax.Arrays")
+        expect_close(got, unit_rows(x), rtol=1e-5, atol=1e-7, hint=hint)
+        expect_dtype(got, np.float32, hint="stay in float32: do not convert to float64")
+
+
+@exercise("mean_abs_difference", points=2)
+def check_mean_abs_difference(ns):
+    rng = np.random.default_rng(2)
+    cases = [
+        (jnp.array([[10, 20], [30, 40]], dtype=jnp.uint8),
+         jnp.array([[20, 20], [30, 250]], dtype=jnp.uint8),
+         "uint8 cannot hold 10 - 20 = -10: it wraps around to 246; convert to float32 first"),
+        (jnp.array([-100, 100], dtype=jnp.int8), jnp.array([100, -100], dtype=jnp.int8),
+         "int8 cannot hold -200 either: convert to float32 before subtracting"),
+        (jnp.asarray(rng.integers(0, 256, (40, 50), dtype=np.uint8)),
+         jnp.asarray(rng.integers(0, 256, (40, 50), dtype=np.uint8)),
+         "convert both images to float32 before subtracting"),
+        (jnp.array([2_000_000_000, -5], dtype=jnp.int32),
+         jnp.array([-2_000_000_000, 5], dtype=jnp.int32),
+         "even int32 differences can overflow (and int64 needs x64): float32 holds them"),
+        (jnp.array([0.5, 1.25], dtype=jnp.float32), jnp.array([0.25, 2.0], dtype=jnp.float32),
+         "float inputs must keep their fractions: convert to float32, not to an integer type"),
+    ]
+    for a, b, hint in cases:
+        want = np.mean(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)))
+        got = call_jnp(ns, "mean_abs_difference", a, b)
+        expect_close(got, want, rtol=1e-6, hint=hint)
+        expect_dtype(got, np.float32, hint="return the float32 mean, e.g. jnp.mean(...)")
+
+
+def _expect_clip_and_count(got: Returned, x: np.ndarray, lo: float, hi: float) -> None:
+    if not (isinstance(got.value, tuple) and len(got.value) == 2):
+        raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected a pair "
+                          "(clipped, count) -- hint: return clipped, count")
+    clipped, count = got.value
+    want_clipped = np.clip(x, lo, hi)
+    expect_equal(Returned(f"{got.call}[0]", clipped), want_clipped,
+                 hint="values below lo become lo, values above hi become hi")
+    expect_dtype(Returned(f"{got.call}[0]", clipped), x.dtype,
+                 hint="keep x's dtype: jnp.clip(x, lo, hi) or jnp.where(...) on x")
+    want_count = int(np.sum((x < lo) | (x > hi)))
+    hint = "count the values outside [lo, hi] (a value equal to lo or hi is not changed)"
+    expect_equal(Returned(f"{got.call}[1]", count), want_count, hint=hint)
+    if not (isinstance(count, jax.Array) and jnp.issubdtype(count.dtype, jnp.integer)):
+        raise CheckFailed(
+            f"{got.call}[1] is {type(count).__name__} {brief(count)}; expected an integer "
+            "jax.Array -- hint: return jnp.sum(mask) itself, not int(...)"
+        )
+
+
+@exercise("clip_and_count", points=2)
+def check_clip_and_count(ns):
+    cases = [
+        (jnp.array([-2.0, 0.5, 3.0, 1.0, 0.0]), 0.0, 1.0),
+        (jnp.array([[5, -5], [10, 0]], dtype=jnp.int32), -1, 6),
+        (jnp.array([0.25, 0.75]), 0.0, 1.0),
+    ]
+    for x, lo, hi in cases:
+        got = call_jnp(ns, "clip_and_count", x, lo, hi)
+        _expect_clip_and_count(got, np.asarray(x), lo, hi)
+
+    x, lo, hi = cases[0]
+    shown = f"jax.make_jaxpr(clip_and_count, static_argnums=(1, 2))({source(x)}, {lo}, {hi})"
+    try:
+        jax.make_jaxpr(ns["clip_and_count"], static_argnums=(1, 2))(x, lo, hi)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise CheckFailed(
+            f"{shown} raised {describe_exception(exc)} -- hint: under tracing values are "
+            "unknown, so Python if/while on them and int(...) fail; use jnp.clip or "
+            "jnp.where, and jnp.sum of a boolean mask"
+        ) from exc
+
+
+@exercise("sum_on_device", points=1)
+def check_sum_on_device(ns):
+    devices = jax.devices()
+    first, last = devices[0], devices[-1]
+    hint = "move every array to device with jax.device_put(a, device) before adding"
+    cases = [
+        ([jax.device_put(jnp.array([1.0, 2.0]), first), jnp.array([10.0, 20.0]),
+          jax.device_put(jnp.array([100.0, 200.0]), last)], last),
+        ([jnp.array([[1, 2], [3, 4]])], last),
+        ([jax.device_put(jnp.array([1.0]), last), jax.device_put(jnp.array([2.0]), last)],
+         first),
+    ]
+    for arrays, device in cases:
+        want = np.sum([np.asarray(a) for a in arrays], axis=0)
+        got = call_jnp(ns, "sum_on_device", arrays, device, hint=hint)
+        expect_jax_array(got, hint)
+        expect_equal(got, want, hint="add the arrays elementwise")
+        result = got.value
+        if result.device != device or not result.committed:
+            where = f"on {result.device}, {'' if result.committed else 'un'}committed"
+            raise CheckFailed(
+                f"{got.call} returned an array {where}; expected one committed to {device} "
+                f"-- hint: {hint}"
+            )
