@@ -30,26 +30,48 @@ def _kind(node: str) -> str:
     return "f" if node.startswith("bf") else node[0]
 
 
-def draw_lattice(ax: plt.Axes | None = None, x64: bool = True) -> plt.Axes:
+def draw_lattice(ax: plt.Axes | None = None, x64: bool = True,
+                 join: tuple[str, ...] | None = None) -> plt.Axes:
     """Draw JAX's promotion lattice: an arrow a -> b means a promotes to b.
 
     The result of mixing two dtypes is their least upper bound: the lowest node that can be
     reached from both. Weak types (``i*``, ``f*``, ``c*``) are drawn with dashed outlines.
+
+    ``join=("u8", "i8")`` shows one such join: the nodes reachable from every one of the
+    given nodes (their common upper bounds) stay bright, the others fade, the given nodes
+    get a thick black frame and their least upper bound a thick red one.
     """
     ax = ax or plt.subplots(figsize=(6, 6.5))[1]
+    common = lub = None
+    if join is not None:
+        common = frozenset.intersection(*(dtypes.upper_bounds(n, x64=x64) for n in join))
+        lub = dtypes.least_upper_bound(*join, x64=x64)
     for lower, upper in dtypes.lattice_edges(x64=x64):
         (x0, y0), (x1, y1) = LATTICE_LAYOUT[lower], LATTICE_LAYOUT[upper]
+        bright = common is None or (lower in common or lower in join) and upper in common
         ax.annotate("", xy=(x1, y1 - 0.22), xytext=(x0, y0 + 0.22),
-                    arrowprops={"arrowstyle": "->", "color": "#555555", "lw": 1.2})
+                    arrowprops={"arrowstyle": "->", "color": "#555555", "lw": 1.2,
+                                "alpha": 1.0 if bright else 0.25})
     for node, (x, y) in LATTICE_LAYOUT.items():
         weak = node.endswith("*")
-        ax.text(x, y, node, ha="center", va="center", fontsize=11, color="white",
+        edge, width, alpha = "black", 1.0, 1.0
+        if join is not None:
+            alpha = 1.0 if node in common or node in join else 0.3
+            if node in join:
+                width = 3.0
+            if node == lub:
+                edge, width = "#d50000", 3.5
+        ax.text(x, y, node, ha="center", va="center", fontsize=11,
+                color="white" if alpha == 1.0 else "#555555",
                 bbox={"boxstyle": "round,pad=0.35", "fc": KIND_COLOURS[_kind(node)],
-                      "ec": "black", "ls": "--" if weak else "-"})
+                      "ec": edge, "lw": width, "ls": "--" if weak else "-", "alpha": alpha})
     ax.set_xlim(-0.2, 6.0)
     ax.set_ylim(-0.7, 10.7)
     ax.axis("off")
-    ax.set_title("JAX's type promotion lattice" + ("" if x64 else " (x64 off)"))
+    if join is None:
+        ax.set_title("JAX's type promotion lattice" + ("" if x64 else " (x64 off)"))
+    else:
+        ax.set_title(f"{' + '.join(join)} -> {lub}")
     return ax
 
 

@@ -7,7 +7,7 @@ Use it the way you would use JAX::
     from minijax import lax
 """
 
-from minijax import errors, lax, numpy, test_util, tree_util
+from minijax import debug, errors, lax, numpy, test_util, tree_util
 from minijax.api import ShapeDtypeStruct, make_jaxpr
 from minijax.array import Array
 from minijax.autodiff import (
@@ -20,8 +20,10 @@ from minijax.autodiff import (
     value_and_grad,
     vjp,
 )
+from minijax.compiler.jit import jit
 from minijax.config import config, numpy_dtype_promotion
 from minijax.core import ShapedArray
+from minijax.custom_derivatives import custom_jvp, custom_vjp
 from minijax.runtime import (
     block_until_ready,
     default_backend,
@@ -40,6 +42,9 @@ __all__ = [
     "ShapedArray",
     "block_until_ready",
     "config",
+    "custom_jvp",
+    "custom_vjp",
+    "debug",
     "default_backend",
     "device_count",
     "device_put",
@@ -49,6 +54,7 @@ __all__ = [
     "hessian",
     "jacfwd",
     "jacrev",
+    "jit",
     "jvp",
     "linearize",
     "value_and_grad",

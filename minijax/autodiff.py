@@ -23,13 +23,13 @@ import numpy as np
 from minijax import core, dtypes, lax
 from minijax.array import Array
 from minijax.core import ShapedArray, Tracer
-from minijax.interpreters import ad, jvp_rules, transpose_rules  # noqa: F401  (fills tables)
+from minijax.interpreters import ad, control_flow_ad, jvp_rules, transpose_rules  # noqa: F401
 from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangent_aval
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass
 from minijax.jaxpr import ClosedJaxpr
-from minijax.runtime import host_to_array
-from minijax.tree_util import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
+from minijax.runtime import host_to_array, put_numpy
+from minijax.tree_util import PyTreeDef, tree_flatten, tree_map, tree_structure, tree_unflatten
 
 
 def _as_value(x: Any) -> Any:
@@ -48,12 +48,24 @@ class _FlatFunction:
     def __call__(self, *flat_args: Any) -> list[Any]:
         out = self.fun(*tree_unflatten(self.in_tree, list(flat_args)))
         if self.has_aux:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise ValueError("has_aux=True requires the function to return a pair "
-                                 "(output, auxiliary data).")
-            out, self.aux = out
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("expected function with aux output to return a two-element "
+                                f"tuple, but got type {type(out)} with value {out!r}")
+            out, aux = out
+            self.aux = tree_map(_primal_of_current_trace(), aux)
         flat, self.out_tree = tree_flatten(out)
         return [_as_value(x) for x in flat]
+
+
+def _primal_of_current_trace() -> Callable[[Any], Any]:
+    """Auxiliary outputs are not differentiated: values being differentiated by the current
+    JVP trace are replaced by their primals (values of outer traces are kept)."""
+    trace = core.current_trace()
+
+    def strip(x: Any) -> Any:
+        return x.primal if isinstance(x, ad.JVPTracer) and x._trace is trace else x
+
+    return strip
 
 
 def _zeros_for(aval: ShapedArray) -> Any:
@@ -91,7 +103,7 @@ def _tangent_type(t: Any) -> ShapedArray:
 
 
 def _dtype_name(dt: np.dtype) -> str:
-    return str(dt.descr) if dt == dtypes.float0 else dt.name
+    return str(dt) if dt == dtypes.float0 else dt.name
 
 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
@@ -191,6 +203,15 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable[..., Any]]:
         if t_tree != in_tree:
             raise TypeError(f"linearized function called on tangent values inconsistent with "
                             f"the original primal values: {t_tree} vs {in_tree}")
+        for t, aval in zip(flat_t, lin.in_avals):
+            expected = tangent_aval(aval)
+            got = _tangent_type(t)
+            if (got.shape, got.dtype) != (expected.shape, expected.dtype):
+                raise ValueError(
+                    "linearized function called on tangent values inconsistent with the "
+                    f"original primal values:\nGot tangent aval {got.str_long()} for primal "
+                    f"aval {aval.strip_weak_type().str_long()} but expected "
+                    f"{expected.strip_weak_type().str_long()}.")
         ts = [_as_value(t) for t, d in zip(flat_t, lin.in_mask) if d]
         outs = iter(_eval_linear(lin.jaxpr, ts))
         return tree_unflatten(out_tree, [next(outs) if d else _zeros_for(core.get_aval(p))
@@ -206,6 +227,8 @@ def _eval_linear(jaxpr: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
 
 
 def _check_cotangent(ct: Any, primal: Any) -> Any:
+    if not is_differentiable(core.get_aval(primal)):
+        return ct  # not transposed: JAX accepts anything (float0 zeros, ints, floats)
     ct = _as_value(ct)
     expected = tangent_aval(core.get_aval(primal))
     if ct.shape != expected.shape or ct.dtype != expected.dtype:
@@ -251,8 +274,10 @@ def _argnums_tuple(argnums: int | Sequence[int]) -> tuple[int, ...]:
 def _check_argnums(argnums: tuple[int, ...], nargs: int, name: str) -> None:
     for i in argnums:
         if not -nargs <= i < nargs:
-            raise TypeError(f"{name}: argnums={i} is out of bounds for a function called "
-                            f"with {nargs} positional arguments")
+            needed = i + 1 if i >= 0 else -i
+            raise TypeError(f"differentiating with respect to argnums={i} requires at least "
+                            f"{needed} positional arguments to be passed by the caller, but "
+                            f"got only {nargs} positional arguments.")
 
 
 def _check_input_dtypes(name: str, args: Any, allow_int: bool, holomorphic: bool) -> None:
@@ -269,6 +294,9 @@ def _check_input_dtypes(name: str, args: Any, allow_int: bool, holomorphic: bool
 
 
 def _check_scalar_output(out: Any, holomorphic: bool) -> None:
+    structure = tree_structure(out)
+    if structure.num_nodes != 1 or structure.num_leaves != 1:  # a tuple, a dict, None...
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output was {out}.")
     aval = core.get_aval(_as_value(out))
     if aval.shape:
         raise TypeError("Gradient only defined for scalar-output functions. Output had "
@@ -343,7 +371,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 def _basis(aval: ShapedArray) -> list[Any]:
     """One-hot arrays of ``aval``'s type, one per element (the directions of a Jacobian)."""
     eye = np.eye(aval.size, dtype=aval.dtype)
-    return [host_to_array(row.reshape(aval.shape)) for row in eye]
+    return [put_numpy(row.reshape(aval.shape), aval.weak_type) for row in eye]
 
 
 def _check_real_inputs(name: str, leaves: Sequence[Any], holomorphic: bool) -> None:

@@ -197,6 +197,10 @@ class Trace:
     # NumPy arrays converted while this trace was current: id -> (array, Array). Only
     # traces that record programs keep one (see runtime.host_to_array).
     host_constants: dict[int, tuple[Any, Any]] | None = None
+    # Python numbers turned into arrays of their own default dtype while this trace was
+    # current: id(array) -> (array, number). Jaxprs print the number as written (0.1),
+    # not as its float32 value (0.10000000149011612), as JAX does.
+    python_scalars: dict[int, tuple[Any, Any]] | None = None
 
     def __init__(self) -> None:
         self.is_valid = True
@@ -222,6 +226,13 @@ def install_eval_trace(trace: Trace) -> None:
     """Called once by ``minijax.runtime``: the trace that computes values eagerly."""
     global eval_trace
     eval_trace = trace
+
+
+def note_python_scalar(array: Any, value: Any) -> None:
+    """Tell a recording trace that ``array`` holds the Python number ``value`` unchanged."""
+    scalars = current_trace().python_scalars
+    if scalars is not None:
+        scalars[id(array)] = (array, value)
 
 
 def current_trace() -> Trace:
@@ -301,6 +312,10 @@ class Tracer:
         """Names of the traced function's arguments this value depends on."""
         return ()
 
+    def _creation_site(self) -> tuple[str, tuple[str, ...]]:
+        """The source line that made this value, and the user's stack frames then."""
+        return "", ()
+
     def _concrete(self, make_error: Callable[[str, str], Exception]) -> np.ndarray:
         value = self.to_concrete_value()
         if value is None:
@@ -321,6 +336,12 @@ class Tracer:
 
     def __complex__(self) -> complex:
         return complex(self._concrete(_conversion_error("complex")))
+
+    def item(self, *args: Any) -> Any:
+        problem = "This occurred in the item() method of jax.Array"
+        return self._concrete(
+            lambda aval_str, context: errors.ConcretizationTypeError(aval_str, problem, context)
+        ).item(*args)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         value = self._concrete(errors.TracerArrayConversionError)
@@ -356,13 +377,20 @@ def check_valid_tracer(tracer: Tracer) -> None:
     trace = tracer._trace
     if not trace.is_valid:
         context = trace.tracing_context
-        where = ""
-        if context is not None:
-            where = (
-                f"The function being traced when the value leaked was {context.fun_name} "
-                f"at {context.source} traced for {context.purpose}."
-            )
-        raise errors.UnexpectedTracerError(tracer.aval.str_long(), tracer.kind_name, where)
+        if context is None:
+            raise errors.UnexpectedTracerError(tracer.aval.str_long(), tracer.kind_name)
+        where = (f"The function being traced when the value leaked was {context.fun_name} "
+                 f"at {context.source} traced for {context.purpose}.")
+        raise errors.UnexpectedTracerError(tracer.aval.str_long(), tracer.kind_name, where,
+                                           *tracer._creation_site())
+
+
+def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
+    """Run a jaxpr on arguments, as ``jax.core.eval_jaxpr`` does: each equation's
+    primitive is bound under the current trace (see ``minijax.jaxpr.eval_jaxpr``)."""
+    from minijax.jaxpr import eval_jaxpr as evaluate
+
+    return evaluate(jaxpr, consts, *args)
 
 
 def is_concrete(x: Any) -> bool:

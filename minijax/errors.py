@@ -20,8 +20,8 @@ DOCS = "https://docs.jax.dev/en/latest/errors.html"
 class TracingContext:
     """What a trace is doing, for error messages: tracing ``fun_name`` (``source``) for ``purpose``.
 
-    ``arg_names`` lists the flattened arguments' names (``x``, ``params['w']``), and
-    ``depends_on`` is filled per tracer: the names of the arguments a value depends on.
+    ``arg_names`` lists the flattened arguments' names (``x``, ``params['w']``); each
+    tracer adds the names of the arguments its value depends on (see :meth:`describe`).
     """
 
     fun_name: str
@@ -29,23 +29,27 @@ class TracingContext:
     purpose: str
     arg_names: tuple[str, ...] = ()
 
-    def describe(self, depends_on: tuple[str, ...] = ()) -> str:
+    def describe(self, depends_on: tuple[str, ...] = (), operations: tuple[str, ...] = ()
+                 ) -> str:
+        """Where a traced value came from: the arguments it depends on or, failing that,
+        the ``operations`` (equations with their source lines) that made it."""
         text = (
             f"The error occurred while tracing the function {self.fun_name} at "
-            f"{self.source} for {self.purpose}."
+            f"{self.source} for {self.purpose}. "
         )
-        if len(depends_on) == 1:
-            text += (
-                " This concrete value was not available in Python because it depends on "
-                f"the value of the argument {depends_on[0]}."
-            )
-        elif depends_on:  # "x and y", "a, b, and c"
+        if depends_on:  # "x", "x and y", "a, b, and c"
             *first, last = depends_on
             names = f"{', '.join(first)}{',' if len(first) > 1 else ''} and {last}"
             text += (
-                " This concrete value was not available in Python because it depends on "
-                f"the values of the arguments {names}."
+                "This concrete value was not available in Python because it depends on "
+                + (f"the value of the argument {last}." if not first
+                   else f"the values of the arguments {names}.")
             )
+        elif operations:
+            text += ("This value became a tracer due to JAX operations on these lines:\n\n"
+                     + "\n\n".join(operations[:5]))
+            if len(operations) > 5:
+                text += "\n\n(Additional originating lines are not shown.)"
         return text
 
 
@@ -117,9 +121,15 @@ class NonConcreteBooleanIndexError(JAXIndexError):
 
 
 class UnexpectedTracerError(JAXTypeError):
-    """A tracer escaped the transformation that created it (e.g. saved to a global list)."""
+    """A tracer escaped the transformation that created it (e.g. saved to a global list).
 
-    def __init__(self, aval_str: str, tracer_kind: str, context: str = "") -> None:
+    ``where`` names the function that was being traced; ``created`` is the source line
+    where the leaked value was made and ``frames`` the user's stack frames at that moment
+    (empty for a leaked *argument* of the traced function, which no line of code made).
+    """
+
+    def __init__(self, aval_str: str, tracer_kind: str, where: str = "", created: str = "",
+                 frames: tuple[str, ...] = ()) -> None:
         message = (
             "Encountered an unexpected tracer. A function transformed by JAX had a side "
             "effect, allowing for a reference to an intermediate value with type "
@@ -127,9 +137,22 @@ class UnexpectedTracerError(JAXTypeError):
             "transformation.\nJAX transformations require that functions explicitly return "
             "their outputs, and disallow saving intermediate values to global state."
         )
-        if context:
-            message += f"\n{context}"
+        if where:
+            rule = "-" * 30
+            message += (
+                f"\n{where}\n{rule}\n"
+                f"The leaked intermediate value was created on line {created}. \n{rule}\n"
+                "When the value was created, the final 5 stack frames (most recent last) "
+                f"excluding JAX-internal frames were:\n{rule}\n"
+                + "\n".join(frames) + f"\n{rule}\n\n"
+                "To catch the leak earlier, try setting the environment variable "
+                "JAX_CHECK_TRACER_LEAKS or using the `jax.checking_leaks` context manager."
+            )
         super().__init__(message)
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr is not well formed (see ``minijax.jaxpr.check_jaxpr``)."""
 
 
 def item_assignment_error() -> TypeError:
@@ -153,6 +176,7 @@ __all__ = [
     "JAXIndexError",
     "JAXTypeError",
     "JaxRuntimeError",
+    "JaxprTypeError",
     "NonConcreteBooleanIndexError",
     "TracerArrayConversionError",
     "TracerBoolConversionError",

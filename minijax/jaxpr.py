@@ -3,24 +3,34 @@
 A jaxpr is a list of equations ``outvars = primitive[params] invars`` between typed
 variables, with input variables, output atoms and *constvars* (arrays captured from
 Python, passed in beside the inputs). An atom is a :class:`Var` or a :class:`Literal`
-(a scalar constant written inline, like ``2.0:f32[]``). Control-flow primitives carry
-jaxprs in their params, so the structure nests.
+(a scalar constant written inline, like ``2.0:f32[]``). Control-flow primitives and
+``jit`` carry jaxprs in their params, so the structure nests.
 
 The printer reproduces JAX's format, e.g.::
 
     { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
 
 Variables have no names of their own: the printer names them ``a, b, ..., z, ba, bb``
-in order of appearance, exactly as JAX does.
+in order of first appearance, exactly as JAX does, with three refinements JAX also makes:
+
+* a result nothing uses prints as ``_``;
+* a nested jaxpr used by several equations (or a long one) is printed once, first, as
+  ``let name = { ... } in``, and referred to by that name;
+* the body of a ``jit`` equation is printed with its caller's names for its inputs and
+  outputs (a primitive asks for this with a rule in :data:`pp_eqn_rules`).
+
+:func:`check_jaxpr` (alias :func:`typecheck`) checks that a jaxpr is well formed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from minijax import core, errors
 from minijax import pretty_printer as pp
 from minijax.core import Primitive, ShapedArray
 
@@ -42,13 +52,20 @@ class Var:
 
 
 class Literal:
-    """A scalar constant written inline in an equation, e.g. ``2.0:f32[]``."""
+    """A scalar constant written inline in an equation, e.g. ``2.0:f32[]``.
 
-    __slots__ = ("value", "aval")
+    ``value`` is the constant (an Array). ``written`` is the Python number it was made
+    from when it kept that number's default dtype: JAX prints what the user wrote, so
+    ``x * 0.1`` shows ``0.1:f32[]``, while ``x * np.float32(0.1)`` shows the float32
+    value, ``0.10000000149011612:f32[]``.
+    """
 
-    def __init__(self, value: Any, aval: ShapedArray) -> None:
+    __slots__ = ("value", "aval", "written")
+
+    def __init__(self, value: Any, aval: ShapedArray, written: Any = None) -> None:
         self.value = value
         self.aval = aval
+        self.written = written
 
     def __repr__(self) -> str:
         return f"Literal({_literal_text(self)})"
@@ -58,19 +75,24 @@ Atom = Var | Literal
 
 
 class JaxprEqn:
-    """One equation: ``outvars = primitive[params] invars``."""
+    """One equation: ``outvars = primitive[params] invars``.
 
-    __slots__ = ("primitive", "invars", "outvars", "params")
+    ``source_info`` says where in the user's code the equation was recorded (see
+    ``tracing.SourceInfo``); error messages about leaked tracers quote it.
+    """
+
+    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
 
     def __init__(self, primitive: Primitive, invars: list[Atom], outvars: list[Var],
-                 params: dict[str, Any]) -> None:
+                 params: dict[str, Any], source_info: Any = None) -> None:
         self.primitive = primitive
         self.invars = invars
         self.outvars = outvars
         self.params = params
+        self.source_info = source_info
 
     def __repr__(self) -> str:
-        return str(pp_eqn(self, _Names()))
+        return str(pp_eqn(self, PrintContext()))
 
 
 class Jaxpr:
@@ -94,7 +116,7 @@ class Jaxpr:
         return [v.aval for v in self.outvars]
 
     def pretty_print(self, width: int = pp.WIDTH) -> str:
-        return pp_jaxpr(self, _Names()).format(width)
+        return pp_toplevel_jaxpr(self).format(width)
 
     def __str__(self) -> str:
         return self.pretty_print()
@@ -105,7 +127,7 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars: a self-contained function."""
 
-    __slots__ = ("jaxpr", "consts")
+    __slots__ = ("jaxpr", "consts", "__weakref__")  # compiled programs are cached weakly
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]) -> None:
         self.jaxpr = jaxpr
@@ -122,6 +144,28 @@ class ClosedJaxpr:
         return self.pretty_print()
 
     __repr__ = __str__
+
+
+def jaxprs_in_params(params: dict[str, Any]) -> Iterator[Jaxpr]:
+    """The jaxprs an equation carries (a ``cond``'s branches, a ``jit``'s body, ...)."""
+    for value in params.values():
+        for item in value if type(value) is tuple else (value,):
+            if isinstance(item, ClosedJaxpr):
+                yield item.jaxpr
+            elif isinstance(item, Jaxpr):
+                yield item
+
+
+# Primitives that do something besides computing their results (``debug_print``): they
+# must run even if nothing uses their results, and in program order.
+effectful_primitives: set[Primitive] = set()
+
+
+def has_effects(jaxpr: Jaxpr) -> bool:
+    """Does running ``jaxpr`` (or a jaxpr nested in it) do more than compute its outputs?"""
+    return any(eqn.primitive in effectful_primitives
+               or any(has_effects(inner) for inner in jaxprs_in_params(eqn.params))
+               for eqn in jaxpr.eqns)
 
 
 # ---------------------------------------------------------------------------------------
@@ -163,18 +207,6 @@ def eval_closed_jaxpr(closed: ClosedJaxpr, *args: Any) -> list[Any]:
 # ---------------------------------------------------------------------------------------
 
 
-class _Names:
-    """Hands out ``a, b, ..., z, ba, bb, ...`` to variables in order of first appearance."""
-
-    def __init__(self) -> None:
-        self.names: dict[Var, str] = {}
-
-    def __getitem__(self, var: Var) -> str:
-        if var not in self.names:
-            self.names[var] = _nth_name(len(self.names))
-        return self.names[var]
-
-
 def _nth_name(n: int) -> str:
     letters = ""
     while True:
@@ -184,39 +216,90 @@ def _nth_name(n: int) -> str:
             return letters
 
 
+class PrintContext:
+    """The state of printing one top-level jaxpr: variable names, shared by all the jaxprs
+    nested in it, and the names of the jaxprs printed once at the top (``let g = ...``).
+
+    Fresh variable names skip the names of shared jaxprs, so that ``g`` always means one
+    thing in the printout.
+    """
+
+    def __init__(self, names: dict[Var, str] | None = None) -> None:
+        self.names: dict[Var, str] = dict(names or {})
+        self.shared: dict[Jaxpr, str] = {}
+        self._next = 0
+
+    def share(self, jaxpr: Jaxpr, name: str) -> None:
+        """Print ``jaxpr`` as ``name`` from now on (its body is printed at the top)."""
+        self.shared[jaxpr] = name
+
+    def name(self, var: Var) -> str:
+        name = self.names.get(var)
+        if name is None:
+            name = self.names[var] = self._fresh_name()
+        return name
+
+    def _fresh_name(self) -> str:
+        while True:
+            name = _nth_name(self._next)
+            self._next += 1
+            if name not in self.shared.values():
+                return name
+
+    def suggest_names(self, inner: Sequence[Atom], outer: Sequence[Atom]) -> None:
+        """Name the variables ``inner`` like the ``outer`` atoms they stand for, where
+        both are variables and the inner one has no name yet (each outer name is lent
+        once). This is how a ``jit`` body shows its caller's names."""
+        if len(inner) != len(outer):
+            return
+        lent: set[Var] = set()
+        for inner_var, outer_var in zip(inner, outer):
+            if (type(inner_var) is Var and type(outer_var) is Var and outer_var not in lent
+                    and inner_var not in self.names):
+                lent.add(outer_var)
+                self.names[inner_var] = self.name(outer_var)
+
+
 def _literal_text(lit: Literal) -> str:
-    value = np.asarray(lit.value, dtype=lit.aval.dtype)[()]
-    return f"{value}:{lit.aval.str_short()}"
+    value = lit.written if lit.written is not None else np.asarray(lit.value)
+    return f"{np.asarray(value).item()}:{lit.aval.str_short()}"
 
 
-def pp_atom(atom: Atom, names: _Names) -> str:
+def pp_atom(atom: Atom, context: PrintContext) -> str:
     if type(atom) is Literal:
         return _literal_text(atom)
-    return names[atom]
+    return context.name(atom)
 
 
-def pp_binder(var: Var, names: _Names, used: set[Var] | None = None) -> str:
-    """A variable where it is defined, with its type: ``b:f32[3]`` (``_`` if never used)."""
-    if used is not None and var not in used:
-        return f"_:{var.aval.str_short()}"
-    return f"{names[var]}:{var.aval.str_short()}"
+def _pp_list(items: list[str], separator: str = "") -> pp.Doc:
+    """Words that fill each line before breaking (variable lists: ``a:f32[] b:f32[]``)."""
+    words = [pp.text(item) for item in items]
+    return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), words)))
+
+
+def pp_binders(variables: Sequence[Var], context: PrintContext) -> pp.Doc:
+    """Variables where they are defined, with their types: ``b:f32[3] c:i32[]``."""
+    return _pp_list([f"{context.name(v)}:{v.aval.str_short()}" for v in variables])
 
 
 # Primitives whose params print differently from ``name=value`` in sorted order register
 # a function here: params -> list of (name, value) pairs to print, in order.
 pp_param_rules: dict[Primitive, Callable[[dict[str, Any]], list[tuple[str, Any]]]] = {}
 
+# Primitives that print their whole equation in their own way register a function here:
+# (equation, context) -> document. ``jit`` uses it to lend its caller's names to its body.
+pp_eqn_rules: dict[Primitive, Callable[[JaxprEqn, PrintContext], pp.Doc]] = {}
 
-def pp_param_value(value: Any, names: _Names) -> pp.Doc:
+
+def pp_param_value(value: Any, context: PrintContext) -> pp.Doc:
     if isinstance(value, (Jaxpr, ClosedJaxpr)):
-        inner = value if isinstance(value, Jaxpr) else value.jaxpr
-        return pp_jaxpr(inner, names, top_level=False)
+        return pp_jaxpr(value if isinstance(value, Jaxpr) else value.jaxpr, context)
     if isinstance(value, tuple) and value and all(
         isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value
     ):
-        inner = [pp_param_value(v, names) for v in value]
+        inner = [pp_param_value(v, context) for v in value]
         return pp.group(pp.concat([
-            pp.text("("), pp.nest(2, pp.concat([pp.brk(""), pp.join(pp.brk(), inner)])),
+            pp.nest(2, pp.concat([pp.text("("), pp.brk(""), pp.join(pp.brk(), inner)])),
             pp.brk(""), pp.text(")"),
         ]))
     if isinstance(value, np.dtype):
@@ -226,45 +309,198 @@ def pp_param_value(value: Any, names: _Names) -> pp.Doc:
     return pp.text(str(value))
 
 
-def pp_params(eqn: JaxprEqn, names: _Names) -> pp.Doc:
-    rule = pp_param_rules.get(eqn.primitive)
-    items = rule(eqn.params) if rule else sorted(eqn.params.items())
+def pp_params(items: Sequence[tuple[str, Any]], context: PrintContext) -> pp.Doc:
     if not items:
         return pp.text("")
-    docs = [pp.text(f"{key}=") + pp_param_value(value, names) for key, value in items]
+    docs = [pp.text(f"{key}=") + pp_param_value(value, context) for key, value in items]
     return pp.group(pp.concat([
-        pp.text("["), pp.nest(2, pp.concat([pp.brk(""), pp.join(pp.brk(), docs)])),
+        pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), docs)])),
         pp.brk(""), pp.text("]"),
     ]))
 
 
-def pp_eqn(eqn: JaxprEqn, names: _Names, used: set[Var] | None = None) -> pp.Doc:
-    lhs = " ".join(pp_binder(v, names, used) for v in eqn.outvars)
-    args = " ".join(pp_atom(a, names) for a in eqn.invars)
-    head = f"{lhs} = {eqn.primitive.name}" if lhs else eqn.primitive.name  # no outputs: no "="
-    return pp.concat([pp.text(head), pp_params(eqn, names), pp.text(f" {args}")])
+def pp_eqn(eqn: JaxprEqn, context: PrintContext) -> pp.Doc:
+    rule = pp_eqn_rules.get(eqn.primitive)
+    if rule is not None:
+        return rule(eqn, context)
+    param_rule = pp_param_rules.get(eqn.primitive)
+    items = param_rule(eqn.params) if param_rule else sorted(eqn.params.items())
+    return pp_eqn_with_params(eqn, context, items)
 
 
-def _used_vars(jaxpr: Jaxpr) -> set[Var]:
+def pp_eqn_with_params(eqn: JaxprEqn, context: PrintContext,
+                       items: Sequence[tuple[str, Any]]) -> pp.Doc:
+    """``outs = name[params] ins``, printing the given (key, value) params in order."""
+    lhs = pp_binders(eqn.outvars, context)
+    rhs = [pp.text(eqn.primitive.name), pp_params(items, context),
+           pp.text(" ") + _pp_list([pp_atom(a, context) for a in eqn.invars])]
+    if not eqn.outvars:  # an equation with no results (debug_print) has no "="
+        return pp.concat(rhs)
+    return pp.concat([lhs, pp.text(" = "), *rhs])
+
+
+def pp_jaxpr(jaxpr: Jaxpr, context: PrintContext) -> pp.Doc:
+    """``{ lambda consts ; ins. let eqns in outs }``, or just its name if it is shared."""
+    shared_name = context.shared.get(jaxpr)
+    if shared_name is not None:
+        return pp.text(shared_name)
+    return _pp_jaxpr_body(jaxpr, context)
+
+
+def _pp_jaxpr_body(jaxpr: Jaxpr, context: PrintContext) -> pp.Doc:
+    constvars = pp_binders(jaxpr.constvars, context)
+    invars = pp_binders(jaxpr.invars, context)
+    eqns = pp.join(pp.brk("; "), [pp_eqn(e, context) for e in jaxpr.eqns])
+    outs = [pp_atom(a, context) for a in jaxpr.outvars]
+    outvars = pp.concat([pp.text("("), _pp_list(outs, ","),
+                         pp.text(",)" if len(outs) == 1 else ")")])
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ lambda "), constvars, pp.text("; "), invars, pp.text(". let"),
+        pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outvars,
+    ])) + pp.text(" }"))
+
+
+def _unused_results(jaxpr: Jaxpr) -> dict[Var, str]:
+    """Results of the top-level jaxpr's equations that nothing reads: they print as ``_``."""
     used = {a for a in jaxpr.outvars if type(a) is Var}
-    for eqn in jaxpr.eqns:
+    unused = {}
+    for eqn in reversed(jaxpr.eqns):
+        unused.update((v, "_") for v in eqn.outvars if v not in used)
         used.update(a for a in eqn.invars if type(a) is Var)
-    return used
+    return unused
 
 
-def pp_jaxpr(jaxpr: Jaxpr, names: _Names, top_level: bool = True) -> pp.Doc:
-    """The jaxpr as a document. As in JAX, unused results print as ``_`` only at the top
-    level, not inside the jaxprs that control-flow equations carry."""
-    used = _used_vars(jaxpr) if top_level else None
-    constvars = " ".join(pp_binder(v, names) for v in jaxpr.constvars)
-    invars = " ".join(pp_binder(v, names) for v in jaxpr.invars)
-    eqns = pp.join(pp.brk("; "), [pp_eqn(e, names, used) for e in jaxpr.eqns])
-    outs = [pp_atom(a, names) for a in jaxpr.outvars]
-    outvars = "(" + ", ".join(outs) + ("," if len(outs) == 1 else "") + ")"
-    return pp.group(pp.concat([
-        pp.text(f"{{ lambda {constvars}; {invars}. let"),
-        pp.nest(2, pp.concat([
-            pp.nest(2, pp.concat([pp.brk(), eqns])), pp.brk(), pp.text(f"in {outvars}"),
-        ])),
-        pp.text(" }"),
-    ]))
+# Nested jaxprs with more equations than this are printed at the top, like shared ones.
+LONG_JAXPR = 10
+
+
+def _shared_jaxprs(top: Jaxpr) -> list[tuple[str, Jaxpr]]:
+    """The nested jaxprs to print once at the top: those used more than once, and long
+    ones. Each is named after the ``name`` param of the equation that first carries it
+    (``jit[name=f ...]`` -> ``f``; ``<lambda>`` -> ``lambda``), else ``jaxpr``; repeated
+    names get a number (``f``, ``f1``, ...). Found breadth first, so in that order."""
+    uses: Counter[Jaxpr] = Counter()
+    names: dict[Jaxpr, str] = {}
+    queue = deque([top])
+    while queue:
+        jaxpr = queue.popleft()
+        uses[jaxpr] += 2 if jaxpr is not top and len(jaxpr.eqns) > LONG_JAXPR else 1
+        for eqn in jaxpr.eqns:
+            name = eqn.params.get("name")
+            for inner in jaxprs_in_params(eqn.params):
+                queue.append(inner)
+                if isinstance(name, str):
+                    names.setdefault(inner, name.strip("<>"))
+    taken: Counter[str] = Counter()
+    shared = []
+    for jaxpr, count in uses.items():
+        if count > 1:
+            name = names.get(jaxpr, "jaxpr")
+            if taken[name]:
+                taken[name] += 1
+                name = f"{name}{taken[name] - 1}"
+            taken[name] += 1
+            shared.append((name, jaxpr))
+    return shared
+
+
+def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> pp.Doc:
+    """The whole printout: shared jaxprs first (``let name = { ... } in``), then ``jaxpr``."""
+    context = PrintContext(_unused_results(jaxpr))
+    shared = _shared_jaxprs(jaxpr)
+    for name, inner in shared:
+        context.share(inner, name)
+    docs = []
+    for name, inner in shared:
+        docs += [pp.text(f"let {name} = "), _pp_jaxpr_body(inner, context), pp.text(" in"),
+                 pp.brk()]
+    return pp.concat([*docs, pp_jaxpr(jaxpr, context)])
+
+
+# ---------------------------------------------------------------------------------------
+# Type checking
+# ---------------------------------------------------------------------------------------
+
+
+def _printed_names(top: Jaxpr) -> PrintContext:
+    """The names ``top``'s variables get when it is printed on its own."""
+    context = PrintContext(_unused_results(top))
+    pp_jaxpr(top, context)
+    return context
+
+
+def _type_error(message: str, top: Jaxpr, eqn: JaxprEqn | None = None) -> errors.JaxprTypeError:
+    """JAX's layout: the problem, the equation, where it came from, the whole jaxpr."""
+    context = PrintContext(_unused_results(top))
+    whole = pp_jaxpr(top, context).format()
+    if eqn is not None:
+        message += f"\n\nin equation:\n\n{pp_eqn(eqn, context).format()}"
+        if eqn.source_info is not None:
+            message += f"\n\nfrom source: {eqn.source_info}"
+    return errors.JaxprTypeError(f"{message}\n\nwhile checking jaxpr:\n\n{whole}")
+
+
+def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    """Weak types may differ: they change how a value promotes, not what it is."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
+    """Check that ``jaxpr`` is well formed, or raise ``JaxprTypeError`` naming the equation.
+
+    Every variable must be defined once, before it is used; each equation's inputs must
+    be accepted by its primitive's shape rule, and its results must have the types the
+    rule gives; nested jaxprs are checked too.
+    """
+    if isinstance(jaxpr, ClosedJaxpr):
+        if len(jaxpr.consts) != len(jaxpr.jaxpr.constvars):
+            raise errors.JaxprTypeError(
+                f"ClosedJaxpr has {len(jaxpr.jaxpr.constvars)} constvars but "
+                f"{len(jaxpr.consts)} consts")
+        jaxpr = jaxpr.jaxpr
+    _check(jaxpr)
+
+
+def _check(top: Jaxpr) -> None:
+    defined: set[Var] = set()
+
+    def define(var: Var, eqn: JaxprEqn | None) -> None:
+        if var in defined:
+            name = _printed_names(top).name(var)
+            raise _type_error(f"Variable '{name}' already bound", top, eqn)
+        defined.add(var)
+
+    def read(atom: Atom, eqn: JaxprEqn | None) -> ShapedArray:
+        if type(atom) is Var and atom not in defined:
+            name = _printed_names(top).name(atom)
+            raise _type_error(f"Variable '{name}' not defined", top, eqn)
+        return atom.aval
+
+    for var in [*top.constvars, *top.invars]:
+        define(var, None)
+    for eqn in top.eqns:
+        in_avals = tuple(read(a, eqn) for a in eqn.invars)
+        for inner in jaxprs_in_params(eqn.params):
+            _check(inner)
+        try:
+            out_avals = core.abstract_eval(eqn.primitive, in_avals, eqn.params)
+        except Exception as err:  # noqa: BLE001 - any rejection, reported with the equation
+            raise _type_error(f"{type(err).__name__}: {err}", top, eqn) from err
+        if not eqn.primitive.multiple_results:
+            out_avals = [out_avals]
+        if len(out_avals) != len(eqn.outvars):
+            raise _type_error(f"{eqn.primitive.name} gives {len(out_avals)} results but the "
+                              f"equation binds {len(eqn.outvars)}", top, eqn)
+        for var, aval in zip(eqn.outvars, out_avals):
+            if not _same_type(var.aval, aval):
+                name = _printed_names(top).name(var)
+                raise _type_error(
+                    f"Value for variable '{name}' inconsistently typed as "
+                    f"{aval.str_short()} for let-binder of type {var.aval.str_short()}",
+                    top, eqn)
+            define(var, eqn)
+    for atom in top.outvars:
+        read(atom, None)
+
+
+typecheck = check_jaxpr

@@ -194,7 +194,17 @@ def host_to_array(x: Any) -> Array:
         return x
     if type(x) is np.ndarray:
         return _host_array_constant(x)
-    return put_numpy(np.asarray(x, dtype=dtypes.dtype(x)), weak_type=dtypes.is_weakly_typed(x))
+    dtype = dtypes.dtype(x)
+    try:
+        value = np.asarray(x, dtype=dtype)
+    except OverflowError:
+        if type(x) is not int:
+            raise
+        raise OverflowError(f"Python int {x} too large to convert to {dtype}") from None
+    array = put_numpy(value, weak_type=dtypes.is_weakly_typed(x))
+    if type(x) in (bool, int, float, complex):
+        core.note_python_scalar(array, x)
+    return array
 
 
 def _host_array_constant(x: np.ndarray) -> Array:

@@ -10,19 +10,91 @@ Values that enter the trace from outside (arrays captured from Python, or tracer
 everything else becomes a *constvar*, an extra input whose value travels beside the
 jaxpr (:class:`~minijax.jaxpr.ClosedJaxpr`). That is how a ``cond`` branch that closes
 over an outer tracer still works: the tracer is passed to ``cond`` as an operand.
+
+Each equation also remembers the line of user code that recorded it
+(:class:`SourceInfo`), so that error messages can point at it.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
 from collections.abc import Callable, Sequence
+from types import CodeType
 from typing import Any
 
 from minijax import core, errors, runtime
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
-from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, PrintContext, Var, pp_eqn
+
+# ---------------------------------------------------------------------------------------
+# Where an equation came from
+# ---------------------------------------------------------------------------------------
+
+_MINIJAX_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_internal_code: dict[CodeType, bool] = {}
+MAX_FRAMES = 5
+
+
+def _is_internal(code: CodeType) -> bool:
+    """Is this minijax's own code (as opposed to the user's)? Cached per code object."""
+    internal = _internal_code.get(code)
+    if internal is None:
+        internal = _internal_code[code] = code.co_filename.startswith(_MINIJAX_DIR)
+    return internal
+
+
+class SourceInfo:
+    """The user's stack frames (at most five, outermost first) when an equation was
+    recorded: the frames between minijax's tracing machinery and the operation itself.
+
+    Frames are kept as (code, instruction offset) pairs, which are cheap to take; line
+    and column numbers are worked out only when a message needs them.
+    """
+
+    __slots__ = ("frames",)
+
+    def __init__(self, frames: list[tuple[CodeType, int]]) -> None:
+        self.frames = frames
+
+    @staticmethod
+    def capture() -> SourceInfo | None:
+        """The user's frames now: skip minijax's frames on top of the stack, then take the
+        user's frames below them, up to the next minijax frame (the trace's entry)."""
+        frame = sys._getframe(1)
+        while frame is not None and _is_internal(frame.f_code):
+            frame = frame.f_back
+        frames = []
+        while frame is not None and len(frames) < MAX_FRAMES and not _is_internal(frame.f_code):
+            frames.append((frame.f_code, frame.f_lasti))
+            frame = frame.f_back
+        return SourceInfo(frames[::-1]) if frames else None
+
+    @staticmethod
+    def _summary(code: CodeType, offset: int) -> str:
+        """``file:line:column (function)``, as JAX summarises a frame."""
+        name = getattr(code, "co_qualname", code.co_name)  # f, or outer.<locals>.f
+        if hasattr(code, "co_positions"):  # Python >= 3.11: columns are known
+            for i, (line, _, column, _) in enumerate(code.co_positions()):
+                if i == offset // 2:
+                    return f"{code.co_filename}:{line}:{column} ({name})"
+        line = next((n for start, end, n in code.co_lines() if start <= offset < end),
+                    code.co_firstlineno)
+        return f"{code.co_filename}:{line} ({name})"
+
+    def lines(self) -> tuple[str, ...]:
+        return tuple(self._summary(code, offset) for code, offset in self.frames)
+
+    def __str__(self) -> str:
+        return self._summary(*self.frames[-1])
+
+
+# ---------------------------------------------------------------------------------------
+# The trace
+# ---------------------------------------------------------------------------------------
 
 
 class JaxprTracer(Tracer):
@@ -40,8 +112,22 @@ class JaxprTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
-    def _depends_on(self) -> tuple[str, ...]:
-        return self._trace.argument_names_feeding(self.var)
+    def _context(self) -> str:
+        """Which function was being traced and, while its trace is alive, what the value
+        depends on: arguments, or else the operations (with their lines) that made it."""
+        trace = self._trace
+        context = trace.tracing_context
+        if context is None:
+            return ""
+        if not trace.is_valid:  # a leaked tracer: its trace has forgotten its equations
+            return context.describe()
+        return context.describe(*trace.origin(self.var))
+
+    def _creation_site(self) -> tuple[str, tuple[str, ...]]:
+        eqn = self._trace.defining_eqn(self.var)
+        if eqn is None or eqn.source_info is None:
+            return "", ()
+        return str(eqn.source_info), eqn.source_info.lines()
 
     def __repr__(self) -> str:
         return f"JitTracer(~{self._aval.str_long()})"
@@ -58,6 +144,7 @@ class JaxprTrace(Trace):
         self.constvars: dict[int, Var] = {}  # id(captured value) -> its constvar
         self.consts: list[Any] = []  # the captured values, in constvar order
         self.host_constants = {}
+        self.python_scalars = {}
 
     def new_arg(self, aval: ShapedArray) -> JaxprTracer:
         var = Var(aval)
@@ -71,9 +158,13 @@ class JaxprTrace(Trace):
         if isinstance(x, Tracer):
             core.check_valid_tracer(x)
             return self._constvar(x)
+        if type(x) in (bool, int, float, complex):
+            array = runtime.host_to_array(x)
+            return Literal(array, array.aval, x)
         x = runtime.host_to_array(x) if not isinstance(x, Array) else x
         if x.ndim == 0:
-            return Literal(x, x.aval)
+            written = self.python_scalars.get(id(x))
+            return Literal(x, x.aval, written[1] if written and written[0] is x else None)
         return self._constvar(x)
 
     def _constvar(self, x: Any) -> Var:
@@ -89,7 +180,7 @@ class JaxprTrace(Trace):
         if not primitive.multiple_results:
             out_avals = [out_avals]
         outvars = [Var(aval) for aval in out_avals]
-        self.eqns.append(JaxprEqn(primitive, invars, outvars, params))
+        self.eqns.append(JaxprEqn(primitive, invars, outvars, params, SourceInfo.capture()))
         tracers = [JaxprTracer(self, v.aval, v) for v in outvars]
         return tracers if primitive.multiple_results else tracers[0]
 
@@ -98,14 +189,29 @@ class JaxprTrace(Trace):
         jaxpr = Jaxpr(list(self.constvars.values()), self.invars, outvars, self.eqns)
         return ClosedJaxpr(jaxpr, self.consts)
 
-    def argument_names_feeding(self, var: Var) -> tuple[str, ...]:
-        """Which of the traced function's arguments ``var`` depends on (for error messages)."""
-        needed = {var}
+    def defining_eqn(self, var: Var) -> JaxprEqn | None:
+        return next((e for e in reversed(self.eqns) if var in e.outvars), None)
+
+    def origin(self, var: Var) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Where the value of ``var`` comes from, for error messages: the names of the
+        arguments it depends on; if none, the equations that brought constants into the
+        trace (those with a literal or captured-constant input), with their lines."""
+        sources = {var}
         for eqn in reversed(self.eqns):
-            if any(v in needed for v in eqn.outvars):
-                needed.update(a for a in eqn.invars if type(a) is Var)
+            made_here = sources.intersection(eqn.outvars)
+            if made_here:
+                sources -= made_here
+                sources.update(a for a in eqn.invars if type(a) is Var)
         names = self.tracing_context.arg_names if self.tracing_context else ()
-        return tuple(n for v, n in zip(self.invars, names) if v in needed)
+        depends_on = tuple(n for v, n in zip(self.invars, names) if v in sources)
+        if depends_on:
+            return depends_on, ()
+        constvars = sources.intersection(self.constvars.values())
+        return (), tuple(
+            f"  operation {pp_eqn(eqn, PrintContext()).format()}\n"
+            f"    from line {eqn.source_info or 'unknown'}"
+            for eqn in self.eqns
+            if any(type(a) is Literal or a in constvars for a in eqn.invars))
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],

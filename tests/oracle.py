@@ -122,6 +122,17 @@ def check_program(program: Callable[[Any], Any], rtol: float | None = None,
     assert_same(*run_both(program), rtol=rtol, atol=atol)
 
 
+def jax_jitted(program: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``program``, run by JAX under ``jax.jit`` (minijax runs it as it is).
+
+    JAX's op-by-op mode compiles every operation it meets, so a program that makes
+    hundreds of small operations (a Hessian, a fourth derivative) takes seconds; under
+    ``jit`` it is compiled once. Values agree to the usual tolerances. Not for programs
+    that raise, or that use Python control flow on traced values.
+    """
+    return lambda ns: program(ns) if ns.jax is minijax else ns.jax.jit(lambda: program(ns))()
+
+
 def assert_traced_matches_eager(fun: Callable[..., Any], *args: Any) -> None:
     """Trace ``fun`` with minijax, evaluate the jaxpr, and compare with calling ``fun``
     eagerly: same shapes, dtypes, weak types and (bit for bit) the same values."""

@@ -73,7 +73,8 @@ def instantiate(tangent: Any) -> Any:
         return np.zeros(aval.shape, dtypes.float0)
     from minijax import lax
 
-    return lax.full(aval.shape, 0, aval.dtype)
+    zero = lax.convert_element_type(0, aval.dtype, aval.weak_type)  # weak stays weak, as in JAX
+    return lax.broadcast_in_dim(zero, aval.shape, ())
 
 
 def add_tangents(x: Any, y: Any) -> Any:
@@ -144,6 +145,8 @@ class JVPTrace(Trace):
             return x.primal, x.tangent
         if isinstance(x, Tracer):
             core.check_valid_tracer(x)
+        else:  # an Array, or a NumPy constant that a lax function binds directly
+            x = _as_value(x)
         return x, Zero.like(x)
 
     def process_primitive(self, primitive: Primitive, args: tuple, params: dict) -> Any:

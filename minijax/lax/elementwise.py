@@ -236,6 +236,8 @@ def unary_rule(name: str, families: tuple[str, ...], out_dtype: Callable | None,
 
 def nary_rule(name: str, families: tuple[str, ...], out_dtype: Callable | None,
               *avals: ShapedArray) -> ShapedArray:
+    # JAX's order of checks: shapes first, then each dtype's family, then equal dtypes.
+    shape = broadcast_shapes_trivially(name, [a.shape for a in avals])
     for i, aval in enumerate(avals):
         check_dtype(name, families, aval.dtype, i)
     if any(a.dtype != avals[0].dtype for a in avals[1:]):
@@ -245,7 +247,6 @@ def nary_rule(name: str, families: tuple[str, ...], out_dtype: Callable | None,
             f"got {names}. (Tip: jnp.{_JNP_NAMES.get(name, name)} is a similar function that "
             "does automatic type promotion on inputs)."
         )
-    shape = broadcast_shapes_trivially(name, [a.shape for a in avals])
     dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
     weak = all(a.weak_type for a in avals) and dt != np.bool_
     return ShapedArray(shape, dt, weak)
@@ -355,7 +356,8 @@ def _shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _population_count(x: np.ndarray) -> np.ndarray:
-    return np.bitwise_count(x).astype(x.dtype)
+    """Bits set in the two's complement bits (NumPy counts those of ``abs(x)``)."""
+    return np.bitwise_count(x.view(x.dtype.str.replace("i", "u"))).astype(x.dtype)
 
 
 def _same_dtype(ufunc: Callable) -> Callable:
@@ -601,6 +603,8 @@ def _python_scalar_constant(x: Any, new_dtype: np.dtype, weak_type: bool) -> Arr
         if len(_scalar_constants) > 1000:
             _scalar_constants.clear()
         _scalar_constants[key] = constant
+    if weak_type and new_dtype == dtypes.dtype(x):
+        core.note_python_scalar(constant, x)  # unchanged: jaxprs print it as written
     return constant
 
 

@@ -17,15 +17,23 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes
-from minijax.core import Primitive, ShapedArray
+from minijax import dtypes, errors
+from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
 from minijax.jaxpr import pp_param_rules
 from minijax.lax.elementwise import NUMBER, check_dtype, convert_element_type, operand
 
 
 def canonicalize_shape(shape: Any) -> tuple[int, ...]:
     """``3`` or ``[2, 3]`` or ``(2, 3)`` -> a tuple of Python ints."""
-    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+    dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    try:
+        return tuple(int(d) for d in dims)
+    except errors.ConcretizationTypeError:  # a traced size: say so as JAX does
+        traced = next(d for d in dims if isinstance(d, Tracer) and not is_concrete(d))
+        raise TypeError(
+            f"Shapes must be 1D sequences of concrete values of integer type, got {dims}.\n"
+            "If using `jit`, try using `static_argnums` or applying `jit` to smaller "
+            f"subfunctions.\n{traced._context()}") from None
 
 
 __all__ = [

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import operator
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import dtypes, errors, lax
 from minijax.array import Array
+from minijax.compiler.jit import jit
 from minijax.core import Tracer
 from minijax.numpy.promotion import result_type
 from minijax.runtime import host_to_array, put_numpy
@@ -307,16 +309,19 @@ def _triangle(name: str, m: Any, k: int, below: bool) -> Any:
     return lax.select(mask, m, zeros) if below else lax.select(mask, zeros, m)
 
 
+@partial(jit, static_argnames=("k",))
 def tril(m: Any, k: int = 0) -> Any:
     """``m`` with the elements above the ``k``-th diagonal set to zero."""
     return _triangle("tril", m, operator.index(k), below=True)
 
 
+@partial(jit, static_argnames=("k",))
 def triu(m: Any, k: int = 0) -> Any:
     """``m`` with the elements below the ``k``-th diagonal set to zero."""
     return _triangle("triu", m, operator.index(k), below=False)
 
 
+@partial(jit, static_argnames=("offset", "axis1", "axis2"))
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """The ``offset``-th diagonal of the matrices in dimensions ``axis1``, ``axis2``,
     as the last dimension of the result."""
@@ -336,8 +341,11 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
 
 def diag(v: Any, k: int = 0) -> Any:
     """The ``k``-th diagonal of a matrix, or a matrix with vector ``v`` on that diagonal."""
-    v = asarray(v)
-    k = operator.index(k)
+    return _diag(asarray(v), operator.index(k))
+
+
+@partial(jit, static_argnames=("k",))
+def _diag(v: Any, k: int) -> Any:
     if v.ndim == 2:
         return diagonal(v, k)
     if v.ndim != 1:

@@ -24,12 +24,14 @@ import operator
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import dtypes, errors, lax
 from minijax.array import Array
+from minijax.compiler.jit import jit
 from minijax.config import config
 from minijax.core import Tracer
 from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
@@ -655,6 +657,13 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
          mode: str | None = None, unique_indices: bool = False,
          indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
     """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened ``a`` if None)."""
+    return _take(a, indices, axis, out, mode, unique_indices, indices_are_sorted, fill_value)
+
+
+@partial(jit, static_argnames=("axis", "mode", "unique_indices", "indices_are_sorted",
+                               "fill_value"))
+def _take(a: Any, indices: Any, axis: int | None, out: None, mode: str | None,
+          unique_indices: bool, indices_are_sorted: bool, fill_value: Any) -> Any:
     from minijax.numpy.manipulation import ravel
 
     a = lax.operand(a)
@@ -673,6 +682,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
                    indices_are_sorted, unique_indices)
 
 
+@partial(jit, static_argnames=("axis", "mode", "fill_value"))
 def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None,
                     fill_value: Any = None) -> Any:
     """``out[..., j, ...] = arr[..., indices[..., j, ...], ...]`` along ``axis``: a gather

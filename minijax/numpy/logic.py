@@ -6,18 +6,21 @@ under ``jit`` they are traced like any other computation.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import dtypes, lax
 from minijax.array import Array
+from minijax.compiler.jit import jit
 from minijax.core import Tracer
 from minijax.numpy import ufuncs
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import promote_args, promote_args_inexact
 
 
+@partial(jit, static_argnames=("equal_nan",))
 def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Any:
     """|a - b| <= atol + rtol * |b|, elementwise; infinities must match exactly."""
@@ -35,6 +38,7 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
     return close
 
 
+@partial(jit, static_argnames=("equal_nan",))
 def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> Any:
     from minijax.numpy import all as all_

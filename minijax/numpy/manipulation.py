@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import dtypes, errors, lax
 from minijax.array import Array
+from minijax.compiler.jit import jit
 from minijax.core import Tracer, is_concrete
 from minijax.numpy.creation import asarray
 from minijax.numpy.indexing import take
@@ -271,16 +273,19 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
     return lax.stack(arrays, _axis(axis, arrays[0].ndim + 1))
 
 
+@jit
 def atleast_1d(*arys: Any) -> Any:
     """Arrays with at least one dimension (scalars become shape (1,))."""
     return _atleast(arys, lambda a: lax.expand_dims(a, [0]) if a.ndim == 0 else a)
 
 
+@jit
 def atleast_2d(*arys: Any) -> Any:
     """Arrays with at least two dimensions: (n,) becomes (1, n)."""
     return _atleast(arys, lambda a: lax.expand_dims(a, range(2 - a.ndim)) if a.ndim < 2 else a)
 
 
+@jit
 def atleast_3d(*arys: Any) -> Any:
     """Arrays with at least three dimensions: (n,) becomes (1, n, 1), (m, n) (m, n, 1)."""
     new_axes = {0: (0, 1, 2), 1: (0, 2), 2: (2,)}
@@ -419,8 +424,12 @@ def _repeat_traced(a: Any, repeats: Any, axis: int, total: int) -> Any:
 def flip(m: Any, axis: int | Sequence[int] | None = None) -> Any:
     """Reverse the order of elements along ``axis`` (all axes by default)."""
     m = asarray(m)
-    axes = tuple(range(m.ndim)) if axis is None else _axes(axis, m.ndim)
-    return lax.rev(m, axes)
+    return _flip(m, tuple(range(m.ndim)) if axis is None else _axes(axis, m.ndim))
+
+
+@partial(jit, static_argnames=("axis",))
+def _flip(m: Any, axis: tuple[int, ...]) -> Any:
+    return lax.rev(m, axis)
 
 
 def fliplr(m: Any) -> Any:
@@ -444,21 +453,24 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
             raise NotImplementedError("roll with several traced shifts is not supported")
         return _roll_dynamic(a, shift, _axis(axis, a.ndim))
     shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
-    for s, ax in zip(shifts.ravel(), axes.ravel()):
-        a = _roll_static(a, int(s), _axis(int(ax), a.ndim))
+    return _roll_static(a, tuple(int(s) for s in shifts.ravel()),
+                        tuple(_axis(int(ax), a.ndim) for ax in axes.ravel()))
+
+
+@partial(jit, static_argnums=(1, 2))
+def _roll_static(a: Any, shifts: tuple[int, ...], axes: tuple[int, ...]) -> Any:
+    for shift, axis in zip(shifts, axes):
+        n = a.shape[axis]
+        if n == 0:
+            continue
+        shift %= n
+        tail = lax.slice_in_dim(a, n - shift, n, axis=axis)
+        head = lax.slice_in_dim(a, 0, n - shift, axis=axis)
+        a = lax.concatenate([tail, head], axis)
     return a
 
 
-def _roll_static(a: Any, shift: int, axis: int) -> Any:
-    n = a.shape[axis]
-    if n == 0:
-        return a
-    shift %= n
-    tail = lax.slice_in_dim(a, n - shift, n, axis=axis)
-    head = lax.slice_in_dim(a, 0, n - shift, axis=axis)
-    return lax.concatenate([tail, head], axis)
-
-
+@partial(jit, static_argnums=(2,))
 def _roll_dynamic(a: Any, shift: Any, axis: int) -> Any:
     """A traced shift: read a window of ``a`` joined to itself."""
     from minijax.numpy import remainder

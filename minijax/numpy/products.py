@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import dtypes, lax
+from minijax.compiler.jit import jit
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import check_arraylike, promote_args, result_type
 from minijax.numpy.reductions import reduction_axes
@@ -214,6 +216,7 @@ def _keep_diagonal(x: Any, axis1: int, axis2: int, offset: int = 0) -> Any:
     return lax.select(diagonal_mask(x.shape, axis1, axis2, offset), x, lax.full_like(x, 0))
 
 
+@partial(jit, static_argnames=("offset", "axis1", "axis2", "dtype"))
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
           out: Any = None) -> Any:
     """The sum along a diagonal of ``axis1`` and ``axis2`` (integers widen as in ``sum``)."""
@@ -315,6 +318,7 @@ def einsum(subscripts: str, /, *operands: Any, out: Any = None, optimize: Any = 
 # ---------------------------------------------------------------------------------------
 
 
+@jit
 def kron(a: Any, b: Any) -> Any:
     """The Kronecker product: every element of ``a`` times the whole of ``b``, in blocks."""
     check_arraylike("kron", a, b)

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import dtypes, lax
+from minijax.compiler.jit import jit
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import (
     broadcast_to,
@@ -233,9 +235,14 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
         correction: int | float | None = None) -> Any:
     """The variance: the mean squared distance from the mean, divided by ``N - ddof``
     (NaN where that is not positive). Complex input gives a real variance."""
+    return _var(a, axis=axis, dtype=dtype, out=out, correction=ddof if correction is None
+                else correction, keepdims=keepdims, where=where, mean=mean)
+
+
+@partial(jit, static_argnames=("axis", "dtype", "keepdims"))
+def _var(a: Any, *, axis: Any, dtype: Any, out: Any, correction: Any, keepdims: bool,
+         where: Any, mean: Any) -> Any:
     a = _operand("var", a, out)
-    if correction is not None:
-        ddof = correction
     inexact = to_inexact_dtype(a.dtype)
     result_dtype = _user_dtype(dtype, "var") or _real_dtype(inexact)
     a = lax.convert_element_type(a, _upcast_half(inexact))
@@ -249,11 +256,12 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
     count = _count(a, axes, where, squares.dtype)
     if keepdims and where is not None:
         count = lax.expand_dims(count, axes)
-    normalizer = lax.sub(count, lax.convert_element_type(ddof, squares.dtype))
+    normalizer = lax.sub(count, lax.convert_element_type(correction, squares.dtype))
     total = _reduce(squares, axes, keepdims, reduce=lax.reduce_sum, combine=None, fill=0,
                     where=where)
+    quotient = lax.div(total, normalizer)
     positive = lax.gt(normalizer, lax.convert_element_type(0, normalizer.dtype))
-    result = _where(positive, lax.div(total, normalizer), np.nan)
+    result = _where(positive, quotient, np.nan)
     return lax.convert_element_type(result, result_dtype, False)
 
 
@@ -261,9 +269,15 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
         keepdims: bool = False, *, where: Any = None, mean: Any = None,
         correction: int | float | None = None) -> Any:
     """The standard deviation: the square root of :func:`var`."""
-    variance = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                   correction=correction)
-    return lax.sqrt(variance)
+    return _std(a, axis=axis, dtype=dtype, out=out, correction=ddof if correction is None
+                else correction, keepdims=keepdims, where=where, mean=mean)
+
+
+@partial(jit, static_argnames=("axis", "dtype", "keepdims"))
+def _std(a: Any, *, axis: Any, dtype: Any, out: Any, correction: Any, keepdims: bool,
+         where: Any, mean: Any) -> Any:
+    return lax.sqrt(_var(a, axis=axis, dtype=dtype, out=out, correction=correction,
+                         keepdims=keepdims, where=where, mean=mean))
 
 
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
@@ -296,6 +310,7 @@ def _single_axis(name: str, a: Any, axis: Any) -> tuple[Any, int]:
     return a, reduction_axes(axis, a.ndim)[0]
 
 
+@partial(jit, static_argnames=("axis", "overwrite_input", "keepdims"))
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
     """The middle value after sorting along ``axis`` (the mean of the two middle values
@@ -318,10 +333,16 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
 
 def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     """Peak to peak: ``max - min`` over ``axis``."""
+    return _ptp(a, axis, out, keepdims)
+
+
+@partial(jit, static_argnames=("axis", "keepdims"))
+def _ptp(a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
     a = _operand("ptp", a, out)
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
+@partial(jit, static_argnames=("axis", "keepdims"))
 def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """How many elements over ``axis`` are nonzero (an integer count)."""
     a = _operand("count_nonzero", a)
@@ -382,8 +403,8 @@ def _cumulative(name: str, lax_fn: Callable) -> Callable:
     return accumulate
 
 
-cumsum = _cumulative("cumsum", lax.cumsum)
-cumprod = _cumulative("cumprod", lax.cumprod)
+cumsum = jit(_cumulative("cumsum", lax.cumsum), static_argnames=("axis", "dtype"))
+cumprod = jit(_cumulative("cumprod", lax.cumprod), static_argnames=("axis", "dtype"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -396,6 +417,7 @@ def _without_nans(a: Any, fill: Any) -> Any:
         if a.dtype.kind in "fcV" else a
 
 
+@partial(jit, static_argnames=("axis", "dtype", "keepdims"))
 def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
            keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """:func:`sum`, treating NaNs as zero."""
@@ -404,6 +426,7 @@ def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                where=where)
 
 
+@partial(jit, static_argnames=("axis", "dtype", "keepdims"))
 def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
             keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """:func:`prod`, treating NaNs as one."""
@@ -412,6 +435,7 @@ def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                 where=where)
 
 
+@partial(jit, static_argnames=("axis", "dtype", "keepdims"))
 def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
             keepdims: bool = False, where: Any = None) -> Any:
     """:func:`mean` of the elements that are not NaN."""
@@ -438,6 +462,6 @@ def _nan_extremum(name: str, reduce: Callable, fill: float) -> Callable:
     return reduction
 
 
-nanmax = _nan_extremum("nanmax", max, -np.inf)
-nanmin = _nan_extremum("nanmin", min, np.inf)
+nanmax = jit(_nan_extremum("nanmax", max, -np.inf), static_argnames=("axis", "keepdims"))
+nanmin = jit(_nan_extremum("nanmin", min, np.inf), static_argnames=("axis", "keepdims"))
 

@@ -13,11 +13,13 @@ program cannot know (JAX needs a static ``size=`` argument for it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import dtypes, lax
+from minijax.compiler.jit import jit
 from minijax.lax.sorting import canonicalize_axis
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import check_arraylike, promote_dtypes
@@ -43,6 +45,7 @@ def _along_axis(name: str, a: Any, axis: int | None) -> tuple[Any, int]:
     return a, canonicalize_axis(int(axis), a.ndim)
 
 
+@partial(jit, static_argnames=("axis", "kind", "order", "stable", "descending"))
 def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
          stable: bool = True, descending: bool = False) -> Any:
     """A sorted copy of ``a`` along ``axis`` (flattened if None); NaNs last."""
@@ -52,6 +55,7 @@ def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
     return lax.rev(result, (axis,)) if descending else result
 
 
+@partial(jit, static_argnames=("axis", "kind", "order", "stable", "descending", "dtype"))
 def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None,
             stable: bool = True, descending: bool = False, dtype: Any = None) -> Any:
     """The indices that would sort ``a`` along ``axis``: sort ``a`` with an iota."""
@@ -65,6 +69,7 @@ def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = Non
     return lax.rev(perm, (axis,)) if descending else perm
 
 
+@partial(jit, static_argnames=("axis",))
 def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
     """Indices that sort by several keys: the *last* key is the primary one."""
     keys = list(keys)
@@ -88,6 +93,7 @@ def _less(x: Any, y: Any) -> Any:
     return lax.bitwise_or(less, lax.bitwise_and(lax.bitwise_not(isnan(x)), isnan(y)))
 
 
+@partial(jit, static_argnames=("side", "method"))
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
                  method: str = "scan") -> Any:
     """Where to insert ``v`` into the sorted 1-D ``a`` to keep it sorted: the number of

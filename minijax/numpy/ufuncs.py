@@ -5,16 +5,21 @@ strict ``lax`` primitive. A few are real translations, where NumPy's semantics d
 the primitive's: ``floor_divide`` and ``mod`` round toward minus infinity (``lax.div`` and
 ``lax.rem`` round toward zero), ``round`` rounds half to even, ``power`` picks
 ``integer_pow`` for a Python-int exponent.
+
+The functions JAX wraps in ``jit`` (``where``'s ``_where``, ``clip``, ``floor_divide``...)
+are wrapped here too, so that they show in jaxprs as the same ``jit[name=...]`` equations.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import dtypes, lax
+from minijax.compiler.jit import jit
 from minijax.numpy.promotion import (
     broadcast_to,
     check_arraylike,
@@ -107,6 +112,7 @@ def right_shift(x: Any, y: Any, /) -> Any:
 bitwise_right_shift = right_shift
 
 
+@jit
 def floor_divide(x: Any, y: Any, /) -> Any:
     """x // y, rounding toward minus infinity (``lax.div`` rounds toward zero)."""
     x, y = promote_args("floor_divide", x, y)
@@ -122,7 +128,8 @@ def floor_divide(x: Any, y: Any, /) -> Any:
 
 
 def _one(x: Any) -> Any:
-    return lax.convert_element_type(1, x.dtype)
+    """1 with ``x``'s dtype *and weak type*, so that ``x - 1`` keeps a weak ``x`` weak."""
+    return lax.convert_element_type(1, x.dtype, x.weak_type)
 
 
 def _float_divmod(x: Any, y: Any) -> tuple[Any, Any]:
@@ -140,25 +147,28 @@ def _zero(x: Any) -> Any:
     return lax.convert_element_type(0, x.dtype)
 
 
+@jit
 def remainder(x: Any, y: Any, /) -> Any:
     """x % y with the sign of the divisor, as in Python and NumPy."""
     x, y = promote_args("remainder", x, y)
     rem = lax.rem(x, y)
     if x.dtype == np.bool_:
         return rem
-    fix = lax.bitwise_and(lax.ne(rem, _zero(rem)), lax.ne(lax.lt(rem, _zero(rem)),
-                                                             lax.lt(y, _zero(y))))
+    nonzero = lax.ne(rem, _zero(rem))
+    fix = lax.bitwise_and(lax.ne(lax.lt(rem, _zero(rem)), lax.lt(y, _zero(y))), nonzero)
     return lax.select(fix, lax.add(rem, y), rem)
 
 
 mod = remainder
 
 
+@jit
 def fmod(x: Any, y: Any, /) -> Any:
     """The C remainder: the sign of the dividend."""
     return lax.rem(*promote_args("fmod", x, y))
 
 
+@jit
 def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:
     return floor_divide(x, y), remainder(x, y)
 
@@ -225,11 +235,12 @@ def _keep_ints(lax_fn: Callable, name: str) -> Callable[[Any], Any]:
 
 floor = _keep_ints(lax.floor, "floor")
 ceil = _keep_ints(lax.ceil, "ceil")
-trunc = _keep_ints(lambda x: lax.select(lax.lt(x, _zero(x)), lax.ceil(x), lax.floor(x)),
-                   "trunc")
-rint = _keep_ints(lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), "rint")
+trunc = jit(_keep_ints(lambda x: where(lax.lt(x, _zero(x)), lax.ceil(x), lax.floor(x)),
+                       "trunc"))
+rint = jit(_keep_ints(lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), "rint"))
 
 
+@partial(jit, static_argnames=("decimals",))
 def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     """Round half to even (NumPy's rule), to ``decimals`` places."""
     (a,) = promote_args("round", a)
@@ -242,9 +253,12 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     return lax.div(scaled, factor)
 
 
-around = round
+@partial(jit, static_argnames=("decimals",))
+def around(a: Any, decimals: int = 0, out: None = None) -> Any:
+    return round(a, decimals, out)
 
 
+@jit
 def signbit(x: Any, /) -> Any:
     """Is the sign bit set? (True for -0.0, unlike ``x < 0``.)"""
     (x,) = promote_args("signbit", x)
@@ -256,6 +270,7 @@ def signbit(x: Any, /) -> Any:
     return lax.ne(top, _zero(top))
 
 
+@jit
 def copysign(x: Any, y: Any, /) -> Any:
     x, y = promote_args_inexact("copysign", x, y)
     return where(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
@@ -279,7 +294,7 @@ sinh = _unary(lax.sinh, "sinh", inexact=True)
 cosh = _unary(lax.cosh, "cosh", inexact=True)
 tanh = _unary(lax.tanh, "tanh", inexact=True)
 arcsinh = _unary(lax.asinh, "arcsinh", inexact=True)
-arccosh = _unary(lax.acosh, "arccosh", inexact=True)
+arccosh = jit(_unary(lax.acosh, "arccosh", inexact=True))
 arctanh = _unary(lax.atanh, "arctanh", inexact=True)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
@@ -306,6 +321,7 @@ def reciprocal(x: Any, /) -> Any:
     return lax.integer_pow(*promote_args_inexact("reciprocal", x), -1)
 
 
+@jit
 def hypot(x: Any, y: Any, /) -> Any:
     """sqrt(x**2 + y**2) without overflow for large x or y."""
     x, y = promote_args_inexact("hypot", x, y)
@@ -381,6 +397,7 @@ def isnan(x: Any, /) -> Any:
     return lax.ne(x, x)
 
 
+@jit
 def isinf(x: Any, /) -> Any:
     (x,) = promote_args("isinf", x)
     if _is_int_or_bool(x):
@@ -429,6 +446,11 @@ def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
         raise ValueError("Either both or neither of the x and y arguments should be provided "
                          f"to jax.numpy.where, got {x} and {y}.")
     check_arraylike("where", condition, x, y)
+    return _where(condition, x, y)
+
+
+@jit
+def _where(condition: Any, x: Any, y: Any) -> Any:
     condition = lax.ne(condition, _zero(condition)) if dtypes.dtype(condition) != np.bool_ \
         else condition
     x, y = promote_dtypes(x, y)
@@ -437,6 +459,7 @@ def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
     return lax.select_n(condition, y, x)
 
 
+@jit
 def clip(arr: Any, /, min: Any = None, max: Any = None) -> Any:
     """Limit ``arr`` to [min, max]; either bound may be ``None``."""
     check_arraylike("clip", arr)
