@@ -23,7 +23,7 @@ import numpy as np
 from minijax import core, dtypes, lax
 from minijax.array import Array
 from minijax.core import ShapedArray, Tracer
-from minijax.interpreters import ad, control_flow_ad, jvp_rules, transpose_rules  # noqa: F401
+from minijax.interpreters import ad, control_flow_ad, jit_ad, jvp_rules, transpose_rules  # noqa: F401
 from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangent_aval
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass

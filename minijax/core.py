@@ -102,6 +102,10 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_long()}{weak})"
 
+    def __str__(self) -> str:
+        """As JAX prints a type: ``float32[3]``, with ``~`` in front if it is weak."""
+        return f"{'~' if self.weak_type else ''}{self.str_long()}"
+
 
 def get_aval(x: Any) -> ShapedArray:
     """The abstract value of an Array, a Tracer, or anything else with ``.aval``."""

@@ -67,6 +67,11 @@ class Literal:
         self.aval = aval
         self.written = written
 
+    @property
+    def val(self) -> Any:
+        """The constant, under JAX's name for it (interpreters written for JAX read it)."""
+        return self.value
+
     def __repr__(self) -> str:
         return f"Literal({_literal_text(self)})"
 

@@ -130,7 +130,7 @@ class JaxprTracer(Tracer):
         return str(eqn.source_info), eqn.source_info.lines()
 
     def __repr__(self) -> str:
-        return f"JitTracer(~{self._aval.str_long()})"
+        return f"JitTracer({self._aval})"  # ``~float32[]`` only if weakly typed
 
 
 class JaxprTrace(Trace):
@@ -230,9 +230,13 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedA
 def tracing_context(fun: Callable, purpose: str, arg_names: Sequence[str] = ()
                     ) -> errors.TracingContext:
     """Describe ``fun`` for error messages: its name and the line where it was defined."""
-    while isinstance(fun, functools.partial):
-        fun = fun.func
-    fun = inspect.unwrap(fun)
+    while True:  # through partials and wrappers (grad of a partial, a partial of a jit...)
+        while isinstance(fun, functools.partial):
+            fun = fun.func
+        inner = inspect.unwrap(fun)
+        if inner is fun:
+            break
+        fun = inner
     name = getattr(fun, "__name__", type(fun).__name__)
     code = getattr(fun, "__code__", None)
     source = f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -122,6 +122,31 @@ def check_program(program: Callable[[Any], Any], rtol: float | None = None,
     assert_same(*run_both(program), rtol=rtol, atol=atol)
 
 
+def assert_same_error(program: Callable[[Any], Any], error_class: type[Exception] = Exception,
+                      words: Sequence[str] = ()) -> None:
+    """The body of a "bad input" test: JAX raises ``error_class`` (or a subclass), minijax
+    an error of the same class as JAX's, whose message holds each of ``words``."""
+    (ours_kind, ours), (theirs_kind, theirs) = run_both(program)
+    assert theirs_kind == "error" and isinstance(theirs, error_class), theirs
+    assert ours_kind == "error" and _error_family(ours) == _error_family(theirs), ours
+    for word in words:
+        assert word in str(ours), (word, str(ours))
+
+
+def check_jaxpr(fun: Callable[[Any], Callable[..., Any]], *args: Any) -> None:
+    """``make_jaxpr(fun(ns))(*args)`` prints the same text in minijax and in JAX: the
+    same primitives, in the same order, with the same parameters and ``jit`` wrappers."""
+    ours, theirs = namespaces()
+    expected = str(theirs.jax.make_jaxpr(fun(theirs))(*args))
+    got = str(ours.jax.make_jaxpr(fun(ours))(*args))
+    assert got == expected, f"minijax's jaxpr:\n{got}\nJAX's:\n{expected}"
+
+
+def array_of(value: Any) -> Callable[[Any], Any]:
+    """A piece of a program: ``value`` as an array of whichever library runs it."""
+    return lambda ns: ns.jnp.asarray(value)
+
+
 def jax_jitted(program: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``program``, run by JAX under ``jax.jit`` (minijax runs it as it is).
 
@@ -150,8 +175,8 @@ def assert_traced_matches_eager(fun: Callable[..., Any], *args: Any) -> None:
 
 
 def primitive_names(closed_jaxpr: Any) -> list[str]:
-    """The primitives of a (minijax or JAX) jaxpr in order, looking inside JAX's ``jit``
-    wrappers, which minijax's jnp functions do not add."""
+    """The primitives of a (minijax or JAX) jaxpr in order, looking inside ``jit``
+    equations: what a computation does, whichever functions are wrapped in ``jit``."""
     names = []
     for eqn in closed_jaxpr.eqns:
         inner = eqn.params.get("jaxpr") if eqn.primitive.name in ("jit", "pjit") else None

@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 
 import minijax
 import minijax.numpy as mjnp
-from tests.oracle import assert_traced_matches_eager, check_program, primitive_names, run_both
+from tests.oracle import (
+    array_of,
+    assert_same_error,
+    assert_traced_matches_eager,
+    check_program,
+    primitive_names,
+)
 
 jax = pytest.importorskip("jax")
 
@@ -30,16 +36,7 @@ IDX = np.array([2, 0, -1], dtype=np.int32)
 MASK = np.array([True, False, True, False, True])
 
 
-def _v(n):
-    return n.jnp.asarray(V)
-
-
-def _m(n):
-    return n.jnp.asarray(M)
-
-
-def _t(n):
-    return n.jnp.asarray(T)
+_v, _m, _t = array_of(V), array_of(M), array_of(T)
 
 
 GETITEM = {
@@ -332,12 +329,7 @@ BAD = {
 
 @pytest.mark.parametrize("name", BAD)
 def test_bad_input_matches_jax(name):
-    program, error, words = BAD[name]
-    (ours_kind, ours), (theirs_kind, theirs) = run_both(program)
-    assert theirs_kind == "error" and isinstance(theirs, error), theirs
-    assert ours_kind == "error" and type(ours).__name__ == type(theirs).__name__, ours
-    for word in words:
-        assert word in str(ours), (word, str(ours))
+    assert_same_error(*BAD[name])
 
 
 def test_traced_boolean_mask_raises_non_concrete_boolean_index_error():

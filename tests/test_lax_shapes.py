@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import minijax
 from minijax import lax
-from tests.oracle import assert_traced_matches_eager, check_program, run_both
+from tests.oracle import assert_same_error, assert_traced_matches_eager, check_program, run_both
 
 jax = pytest.importorskip("jax")
 
@@ -262,12 +262,7 @@ BAD = {
 
 @pytest.mark.parametrize("name", BAD)
 def test_bad_input_matches_jax(name):
-    program, error, words = BAD[name]
-    (ours_kind, ours), (theirs_kind, theirs) = run_both(program)
-    assert theirs_kind == "error" and isinstance(theirs, error), theirs
-    assert ours_kind == "error" and type(ours).__name__ == type(theirs).__name__, ours
-    for word in words:
-        assert word in str(ours), (word, str(ours))
+    assert_same_error(*BAD[name])
 
 
 # ---------------------------------------------------------------------------------------

@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 import minijax
 import minijax.numpy as mjnp
-from tests.oracle import assert_traced_matches_eager, check_program, primitive_names, run_both
+from tests.oracle import (
+    array_of,
+    assert_same_error,
+    assert_traced_matches_eager,
+    check_program,
+    primitive_names,
+)
 
 jax = pytest.importorskip("jax")
 
@@ -27,16 +33,7 @@ M = np.arange(12, dtype=np.float32).reshape(3, 4)
 T = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
 
 
-def _v(n):
-    return n.jnp.asarray(V)
-
-
-def _m(n):
-    return n.jnp.asarray(M)
-
-
-def _t(n):
-    return n.jnp.asarray(T)
+_v, _m, _t = array_of(V), array_of(M), array_of(T)
 
 
 PROGRAMS = {
@@ -277,12 +274,7 @@ BAD = {
 
 @pytest.mark.parametrize("name", BAD)
 def test_bad_input_matches_jax(name):
-    program, error, words = BAD[name]
-    (ours_kind, ours), (theirs_kind, theirs) = run_both(program)
-    assert theirs_kind == "error" and isinstance(theirs, error), theirs
-    assert ours_kind == "error" and type(ours).__name__ == type(theirs).__name__, ours
-    for word in words:
-        assert word in str(ours), (word, str(ours))
+    assert_same_error(*BAD[name])
 
 
 # ---------------------------------------------------------------------------------------

@@ -39,7 +39,6 @@ from minijax import pretty_printer as pp
 from minijax.array import Array
 from minijax.config import config
 from minijax.core import Primitive, ShapedArray, Tracer
-from minijax.interpreters import ad
 from minijax.jaxpr import (
     ClosedJaxpr,
     Jaxpr,
@@ -99,17 +98,6 @@ def _pp_jit(eqn: JaxprEqn, context: PrintContext) -> pp.Doc:
 
 
 pp_eqn_rules[jit_p] = _pp_jit
-
-
-def _jit_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr, **params: Any
-             ) -> tuple[list[Any], list[Any]]:
-    """Differentiate a jitted call by differentiating its body in place (the derivative's
-    jaxpr then holds the body's equations rather than a ``jit`` equation). A stand-in
-    until ``jit`` gets JVP, partial-evaluation and transposition rules of its own."""
-    return ad.jvp_flat(lambda *xs: eval_closed_jaxpr(jaxpr, *xs), primals, tangents)
-
-
-ad.jvp_rules[jit_p] = _jit_jvp
 
 
 # ---------------------------------------------------------------------------------------

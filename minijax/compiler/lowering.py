@@ -529,6 +529,9 @@ def _logistic(ctx: RuleContext, x: Value) -> Value:
 @register(lax.conj_p)
 def _conj(ctx: RuleContext, x: Value, **params: Any) -> Value:
     b = ctx.b
+    if x.type.dtype.kind != "c":  # lax.conj of a real array: the same numbers, as complex
+        out = TensorType(x.type.shape, ctx.avals_out[0].dtype)
+        return b.emit("stablehlo.complex", x, b.full_if_needed(0, x.type), type=out)
     part = TensorType(x.type.shape, ctx.avals_out[0].dtype.type(0).real.dtype)
     real = b.emit("stablehlo.real", x, type=part)
     imag = b.emit("stablehlo.negate", b.emit("stablehlo.imag", x, type=part))
@@ -1246,12 +1249,21 @@ def _custom_call_jaxpr(ctx: RuleContext, *args: Value, call_jaxpr: Any, **params
     return lower_closed_jaxpr(ctx.b, closed, args)
 
 
+def _custom_lin(ctx: RuleContext, *args: Value, **params: Any) -> list[Value]:
+    """``custom_lin`` stands for the tangent of a ``custom_vjp`` function, which has no JVP
+    (it exists to be transposed): compiling one -- forward mode under ``jit`` -- fails
+    with the error that evaluating it gives."""
+    from minijax.custom_derivatives import custom_lin_p
+
+    return custom_lin_p.eager_rule(*args, **params)
+
+
 # Primitives defined outside ``lax`` are found by name: ``jit``, ``debug_print``, the
 # custom-derivative calls, and ``add_any`` (reverse mode's sum of two cotangents).
 _rules_by_name: dict[str, Callable[..., Any]] = {
     "jit": _jit, "pjit": _jit, "debug_print": _debug_print,
     "custom_jvp_call": _custom_call_jaxpr, "custom_vjp_call": _custom_call_jaxpr,
-    "add_any": _nary("stablehlo.add")}
+    "custom_lin": _custom_lin, "add_any": _nary("stablehlo.add")}
 
 
 # ---------------------------------------------------------------------------------------
@@ -1374,7 +1386,7 @@ def _triangular_solve(ctx: RuleContext, a: Value, rhs: Value, *, left_side: bool
     config = {"diag": ord("U" if unit_diagonal else "N"), "side": ord("L" if left_side else "R"),
               "trans_x": ord(trans), "uplo": ord("L" if lower else "U")}
     target = f"lapack_{_LAPACK_PREFIX[a.type.dtype.name]}trsm_ffi"
-    if conjugate_a and not transpose_a:
+    if conjugate_a and not transpose_a and a.type.dtype.kind == "c":  # real: nothing to do
         a = _conj(ctx, a)
     return _lapack_call(b, target, [a, rhs], [rhs.type], batch, config, ([], 1))[0]
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes, lax
+from minijax import debug, dtypes, lax
 from minijax.core import Primitive
 from minijax.interpreters import ad
 from minijax.interpreters.ad import (
@@ -855,3 +855,16 @@ def _top_k_rule(primals: list, tangents: list, *, k: int, axis: int
 
 
 jvp_rules[sorting.top_k_p] = _top_k_rule
+
+
+# ---------------------------------------------------------------------------------------
+# debug.print
+# ---------------------------------------------------------------------------------------
+
+
+def _debug_print_rule(primals: list, tangents: list, **params: Any) -> tuple[list, list]:
+    """A print shows the primal values, as JAX's does; it has no results, so no tangents."""
+    return debug.debug_print_p.bind(*primals, **params), []
+
+
+jvp_rules[debug.debug_print_p] = _debug_print_rule

@@ -23,7 +23,7 @@ from typing import Any
 
 from minijax import core
 from minijax.core import Primitive, Trace
-from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, has_effects
 from minijax.tracing import JaxprTrace, JaxprTracer
 
 # primitive -> rule(trace, args, params) for primitives that can do better than being
@@ -64,15 +64,15 @@ def dead_code_elimination(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = No
                           ) -> tuple[Jaxpr, list[bool]]:
     """Drop equations whose results nobody uses (and, if given, unused outputs).
 
-    Returns the smaller jaxpr and which inputs it still uses. Equations without outputs
-    (effects, like debug printing) are kept.
+    Returns the smaller jaxpr and which inputs it still uses. Equations with effects
+    (debug printing, maybe inside a nested jaxpr) are kept.
     """
     outvars = jaxpr.outvars if used_outputs is None else [
         v for v, used in zip(jaxpr.outvars, used_outputs) if used]
     live = {v for v in outvars if type(v) is Var}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if not eqn.outvars or any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or has_effects(Jaxpr([], [], [], [eqn])):
             kept.append(eqn)
             live.update(v for v in eqn.invars if type(v) is Var)
     kept.reverse()

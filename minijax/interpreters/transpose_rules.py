@@ -72,7 +72,8 @@ def _linear_unary(primitive: Primitive, fn: Callable[..., Any]) -> None:
 _linear_unary(ew.neg_p, lambda ct, x: lax.neg(ct))
 _linear_unary(ew.real_p, lambda ct, x: lax.complex(ct, lax.full_like(ct, 0)))
 _linear_unary(ew.imag_p, lambda ct, x: lax.complex(lax.full_like(ct, 0), lax.neg(ct)))
-_linear_unary(ew.conj_p, lambda ct, x: lax.conj(ct))
+_linear_unary(ew.conj_p, lambda ct, x, input_dtype: (
+    lax.conj(ct) if input_dtype.kind == "c" else lax.real(ct)))  # a real x became complex
 _linear_unary(shapes.copy_p, lambda ct, x: shapes.copy_p.bind(ct))
 _linear_unary(device_put_p, lambda ct, x: ct)
 transpose_rules[ew.stop_gradient_p] = lambda ct, x: [Zero(x.aval)]

@@ -163,11 +163,32 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 
 
-def operand(x: Any) -> Any:
-    """Arrays and tracers pass through; Python and NumPy values become (weak) Arrays."""
+def operand(x: Any, primitive: Primitive | None = None, position: int = 0) -> Any:
+    """Arrays and tracers pass through; Python and NumPy values become (weak) Arrays.
+
+    Given the ``primitive`` that ``x`` is for (and its ``position`` among the operands),
+    anything else -- a list, ``None`` -- is JAX's TypeError naming both.
+    """
     if type(x) is Array or isinstance(x, Tracer):
         return x
+    if primitive is not None and not is_jax_value(x):
+        raise TypeError(
+            f"Error interpreting argument to {primitive.name} as a JAX value. The "
+            f"problematic value is of type {type(x)} and was passed to {primitive.name} at "
+            f"position {position}.\n"
+        )
     return host_to_array(x)
+
+
+def is_jax_value(x: Any) -> bool:
+    """Arrays, Python numbers and NumPy values: what ``lax`` accepts as an operand."""
+    return (type(x) in (bool, int, float, complex) or isinstance(x, (np.ndarray, np.generic))
+            or type(x) is Array or isinstance(x, Tracer))
+
+
+def operands(primitive: Primitive, args: Any) -> list[Any]:
+    """:func:`operand` of each argument of ``primitive``."""
+    return [operand(x, primitive, i) for i, x in enumerate(args)]
 
 
 # The family names are NumPy's abstract scalar types, as in JAX's error messages.
@@ -177,6 +198,8 @@ _FAMILIES = {
     "signedinteger": lambda dt: dt.kind == "i",
     "floating": lambda dt: dt.kind == "f" or dt == dtypes.bfloat16,
     "complexfloating": lambda dt: dt.kind == "c",
+    "float32": lambda dt: dt == np.float32,  # a few primitives name single dtypes
+    "float64": lambda dt: dt == np.float64,
 }
 FLOAT = ("floating",)
 INEXACT = ("floating", "complexfloating")
@@ -185,6 +208,7 @@ INT = ("integer",)
 NUMBER = ("integer", "floating", "complexfloating")
 ORDERED = ("integer", "floating", "bool")
 ANY = ("integer", "floating", "complexfloating", "bool")
+SIGNED = ("floating", "complexfloating", "signedinteger")  # numbers that have a sign
 
 
 def _accepts(families: tuple[str, ...], dt: np.dtype) -> bool:
@@ -288,7 +312,7 @@ def _api(prim: Primitive, doc: str) -> Callable[..., Any]:
     """The public ``lax`` function for an elementwise primitive: convert, then bind."""
 
     def apply(*args: Any) -> Any:
-        return prim.bind(*map(operand, args))
+        return prim.bind(*operands(prim, args))
 
     apply.__name__ = apply.__qualname__ = prim.name
     apply.__doc__ = doc
@@ -360,6 +384,18 @@ def _population_count(x: np.ndarray) -> np.ndarray:
     return np.bitwise_count(x.view(x.dtype.str.replace("i", "u"))).astype(x.dtype)
 
 
+def _atan2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The angle of the point (y, x); for complex numbers, -i log((y + ix) / sqrt(x² + y²))."""
+    if x.dtype.kind != "c":
+        return np.arctan2(x, y).astype(x.dtype, copy=False)
+    return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(x.dtype, copy=False)
+
+
+def _complex_of(dt: np.dtype) -> np.dtype:
+    """The complex dtype with parts of dtype ``dt`` (complex dtypes are their own)."""
+    return np.dtype(np.complex128 if dt in (np.float64, np.complex128) else np.complex64)
+
+
 def _same_dtype(ufunc: Callable) -> Callable:
     """Some NumPy ufuncs widen small float types; XLA keeps the input dtype."""
     return lambda *xs: np.asarray(ufunc(*xs)).astype(xs[0].dtype, copy=False)
@@ -376,7 +412,7 @@ class RoundingMethod(enum.IntEnum):
 
 neg_p = unary_primitive("neg", np.negative, NUMBER)
 sign_p = unary_primitive("sign", np.sign, NUMBER)
-abs_p = unary_primitive("abs", np.abs, NUMBER, out_dtype=_real_part)
+abs_p = unary_primitive("abs", np.abs, SIGNED, out_dtype=_real_part)
 floor_p = unary_primitive("floor", np.floor, FLOAT)
 ceil_p = unary_primitive("ceil", np.ceil, FLOAT)
 is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT, out_dtype=_to_bool)
@@ -404,7 +440,6 @@ atanh_p = unary_primitive("atanh", _same_dtype(np.arctanh))
 logistic_p = unary_primitive("logistic", _logistic)
 real_p = unary_primitive("real", np.real, ("complexfloating",), out_dtype=_real_part)
 imag_p = unary_primitive("imag", np.imag, ("complexfloating",), out_dtype=_real_part)
-conj_p = unary_primitive("conj", np.conj, ("complexfloating",))
 not_p = unary_primitive("not", np.invert, INT_BOOL)
 population_count_p = unary_primitive("population_count", _population_count, INT)
 
@@ -422,11 +457,11 @@ rem_p = nary_primitive("rem", _rem, ORDERED[:2])
 pow_p = nary_primitive("pow", _same_dtype(np.power), INEXACT)
 max_p = nary_primitive("max", np.maximum, ANY)
 min_p = nary_primitive("min", np.minimum, ANY)
-atan2_p = nary_primitive("atan2", _same_dtype(np.arctan2), FLOAT)
+atan2_p = nary_primitive("atan2", _atan2, INEXACT)
 nextafter_p = nary_primitive("nextafter", np.nextafter, FLOAT)
 complex_p = nary_primitive(
-    "complex", lambda x, y: (x + 1j * y).astype(np.result_type(x.dtype, np.complex64)), FLOAT,
-    out_dtype=lambda dt: np.dtype(np.complex128 if dt == np.float64 else np.complex64),
+    "complex", lambda x, y: (x + 1j * y).astype(_complex_of(x.dtype)), ("float32", "float64"),
+    out_dtype=_complex_of,
 )
 and_p = nary_primitive("and", np.bitwise_and, INT_BOOL)
 or_p = nary_primitive("or", np.bitwise_or, INT_BOOL)
@@ -473,7 +508,6 @@ atanh = _api(atanh_p, "Elementwise inverse hyperbolic tangent.")
 logistic = _api(logistic_p, "Elementwise logistic sigmoid 1 / (1 + e**-x).")
 real = _api(real_p, "Elementwise real part of a complex number.")
 imag = _api(imag_p, "Elementwise imaginary part of a complex number.")
-conj = _api(conj_p, "Elementwise complex conjugate.")
 bitwise_not = _api(not_p, "Elementwise NOT: logical for booleans, bitwise for integers.")
 population_count = _api(population_count_p, "Elementwise count of set bits.")
 add = _api(add_p, "Elementwise addition x + y (same dtypes; no promotion).")
@@ -523,12 +557,33 @@ def stop_gradient(x: Any) -> Any:
 
 def round(x: Any, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Any:
     """Elementwise rounding; halves go away from zero unless told ``TO_NEAREST_EVEN``."""
-    return round_p.bind(operand(x), rounding_method=RoundingMethod(rounding_method))
+    return round_p.bind(operand(x, round_p), rounding_method=RoundingMethod(rounding_method))
 
 
 def reciprocal(x: Any) -> Any:
     """1 / x, written with ``integer_pow`` as JAX does."""
     return integer_pow(x, -1)
+
+
+# ---------------------------------------------------------------------------------------
+# conj: complex conjugate; of a real number, that number as a complex one
+# ---------------------------------------------------------------------------------------
+
+
+def _conj_rule(x: ShapedArray, input_dtype: np.dtype) -> ShapedArray:
+    check_dtype("conj", ("float32", "complexfloating", "float64"), x.dtype)
+    return ShapedArray(x.shape, _complex_of(x.dtype), x.weak_type)
+
+
+conj_p = Primitive("conj")
+conj_p.def_impl(lambda x, input_dtype: np.conj(x).astype(_complex_of(x.dtype), copy=False))
+conj_p.def_abstract_eval(_conj_rule)
+
+
+def conj(x: Any) -> Any:
+    """Elementwise complex conjugate (the input dtype is a parameter, as in JAX)."""
+    x = operand(x)
+    return conj_p.bind(x, input_dtype=x.aval.dtype)
 
 
 # ---------------------------------------------------------------------------------------
@@ -544,14 +599,22 @@ def _integer_pow_kernel(x: np.ndarray, y: int) -> np.ndarray:
     return np.power(base, y if y > 0 else -y).astype(x.dtype, copy=False)
 
 
+def _integer_pow_rule(x: ShapedArray, y: int) -> ShapedArray:
+    out = unary_rule("integer_pow", NUMBER, None, x)
+    if y < 0 and x.dtype.kind in "iu":
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({x.str_long()}, {y})")
+    return out
+
+
 integer_pow_p = Primitive("integer_pow")
 integer_pow_p.def_impl(_integer_pow_kernel)
-integer_pow_p.def_abstract_eval(lambda x, y: unary_rule("integer_pow", NUMBER, None, x))
+integer_pow_p.def_abstract_eval(_integer_pow_rule)
 
 
 def integer_pow(x: Any, y: int) -> Any:
     """x ** y for a Python integer ``y``, which becomes a parameter of the equation."""
-    return integer_pow_p.bind(operand(x), y=int(y))
+    return integer_pow_p.bind(operand(x, integer_pow_p), y=int(y))
 
 
 # ---------------------------------------------------------------------------------------
@@ -641,7 +704,8 @@ bitcast_convert_type_p.def_abstract_eval(_bitcast_rule)
 
 def bitcast_convert_type(x: Any, new_dtype: Any) -> Any:
     """Reinterpret the bits of each element as ``new_dtype`` (same width)."""
-    return bitcast_convert_type_p.bind(operand(x), new_dtype=np.dtype(new_dtype))
+    x = operand(x, bitcast_convert_type_p)
+    return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
 
 
 # ---------------------------------------------------------------------------------------
@@ -685,7 +749,7 @@ select_n_p.def_abstract_eval(_select_n_rule)
 
 def select_n(which: Any, *cases: Any) -> Any:
     """Pick ``cases[which]`` elementwise (``which`` boolean: False -> cases[0])."""
-    return select_n_p.bind(operand(which), *map(operand, cases))
+    return select_n_p.bind(*operands(select_n_p, (which, *cases)))
 
 
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
@@ -715,4 +779,4 @@ clamp_p.def_abstract_eval(_clamp_rule)
 
 def clamp(min: Any, x: Any, max: Any) -> Any:
     """Elementwise ``min(max(x, min), max)``."""
-    return clamp_p.bind(operand(min), operand(x), operand(max))
+    return clamp_p.bind(*operands(clamp_p, (min, x, max)))

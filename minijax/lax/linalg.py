@@ -274,7 +274,7 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = Non
     pet = None if preferred_element_type is None \
         else dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(
-        operand(lhs), operand(rhs),
+        operand(lhs, dot_general_p), operand(rhs, dot_general_p, 1),
         dimension_numbers=_canonicalize_dimension_numbers(dimension_numbers),
         precision=canonicalize_precision(precision), preferred_element_type=pet,
         out_sharding=None,
@@ -285,7 +285,7 @@ def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None, precision: Any = N
         preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """Vector-vector, matrix-vector or matrix-matrix product (contracting ``lhs``'s last
     dimension with ``rhs``'s first); other ranks need explicit ``dimension_numbers``."""
-    lhs, rhs = operand(lhs), operand(rhs)
+    lhs, rhs = operand(lhs, dot_general_p), operand(rhs, dot_general_p, 1)
     if dimension_numbers is None:
         if not (1 <= lhs.ndim <= 2 and 1 <= rhs.ndim <= 2 and lhs.shape[-1] == rhs.shape[0]):
             raise ValueError(
@@ -337,8 +337,9 @@ def _hermitian_input(name: str, x: Any, symmetrize_input: bool) -> Any:
 
 
 def _lower_triangle(x: Any) -> Any:
-    """Zero the strictly upper triangle (of the last two dimensions)."""
-    rows = broadcasted_iota(np.int32, x.shape, x.ndim - 2)
+    """Zero the strictly upper triangle (of the last two dimensions): keep ``row + 0 >=
+    column``, the mask of ``jnp.tril(x, k=0)`` (JAX records the ``+ 0``)."""
+    rows = ew.add(broadcasted_iota(np.int32, x.shape, x.ndim - 2), np.int32(0))
     cols = broadcasted_iota(np.int32, x.shape, x.ndim - 1)
     return ew.select(ew.ge(rows, cols), x, full_like(x, 0))
 
@@ -452,7 +453,7 @@ qr_p = _primitive("qr", _qr_kernel, _qr_rule)
 def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True,
        use_magma: Any = None) -> tuple[Any, Any]:
     """``(q, r)`` with ``x = q @ r``; ``full_matrices=False`` gives the reduced form."""
-    q, r = qr_p.bind(operand(x), pivoting=bool(pivoting), full_matrices=bool(full_matrices),
+    q, r = qr_p.bind(operand(x, qr_p), pivoting=bool(pivoting), full_matrices=bool(full_matrices),
                      use_magma=use_magma)
     return q, r
 
@@ -494,7 +495,7 @@ def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
         subset_by_index: Any = None, algorithm: Any = None) -> Any:
     """``(u, s, vh)`` with ``x = u @ diag(s) @ vh`` and ``s`` descending; only ``s`` if not
     ``compute_uv``."""
-    outs = svd_p.bind(operand(x), full_matrices=bool(full_matrices),
+    outs = svd_p.bind(operand(x, svd_p), full_matrices=bool(full_matrices),
                       compute_uv=bool(compute_uv), subset_by_index=subset_by_index,
                       algorithm=algorithm)
     if not compute_uv:
@@ -554,7 +555,7 @@ def lu(x: Any) -> tuple[Any, Any, Any]:
     """``(lu, pivots, permutation)``: ``x[permutation] = L @ U`` with ``L`` the unit lower
     triangle of ``lu`` and ``U`` its upper triangle; row ``i`` was swapped with
     ``pivots[i]`` at step ``i``."""
-    lu_, pivots, permutation = lu_p.bind(operand(x))
+    lu_, pivots, permutation = lu_p.bind(operand(x, lu_p))
     return lu_, pivots, permutation
 
 
@@ -621,7 +622,8 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
     """Solve ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for ``x``, reading only
     the ``lower`` (or upper) triangle of ``a``; ``op`` transposes and/or conjugates."""
     return triangular_solve_p.bind(
-        operand(a), operand(b), left_side=bool(left_side), lower=bool(lower),
+        operand(a, triangular_solve_p), operand(b, triangular_solve_p, 1),
+        left_side=bool(left_side), lower=bool(lower),
         transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
         unit_diagonal=bool(unit_diagonal),
     )

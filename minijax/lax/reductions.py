@@ -154,37 +154,37 @@ def _axes(axes: Sequence[int]) -> tuple[int, ...]:
 
 def reduce_sum(operand_: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
     """Sum over ``axes`` (in the operand's own dtype: int8 sums wrap around)."""
-    return reduce_sum_p.bind(operand(operand_), axes=_axes(axes), out_sharding=None)
+    return reduce_sum_p.bind(operand(operand_, reduce_sum_p), axes=_axes(axes), out_sharding=None)
 
 
 def reduce_prod(operand_: Any, axes: Sequence[int]) -> Any:
     """Product over ``axes``."""
-    return reduce_prod_p.bind(operand(operand_), axes=_axes(axes))
+    return reduce_prod_p.bind(operand(operand_, reduce_prod_p), axes=_axes(axes))
 
 
 def reduce_max(operand_: Any, axes: Sequence[int]) -> Any:
     """Maximum over ``axes`` (NaN wins; an empty reduction gives the lowest value)."""
-    return reduce_max_p.bind(operand(operand_), axes=_axes(axes))
+    return reduce_max_p.bind(operand(operand_, reduce_max_p), axes=_axes(axes))
 
 
 def reduce_min(operand_: Any, axes: Sequence[int]) -> Any:
     """Minimum over ``axes`` (NaN wins; an empty reduction gives the highest value)."""
-    return reduce_min_p.bind(operand(operand_), axes=_axes(axes))
+    return reduce_min_p.bind(operand(operand_, reduce_min_p), axes=_axes(axes))
 
 
 def reduce_and(operand_: Any, axes: Sequence[int]) -> Any:
     """Logical (booleans) or bitwise (integers) AND over ``axes``."""
-    return reduce_and_p.bind(operand(operand_), axes=_axes(axes))
+    return reduce_and_p.bind(operand(operand_, reduce_and_p), axes=_axes(axes))
 
 
 def reduce_or(operand_: Any, axes: Sequence[int]) -> Any:
     """Logical or bitwise OR over ``axes``."""
-    return reduce_or_p.bind(operand(operand_), axes=_axes(axes))
+    return reduce_or_p.bind(operand(operand_, reduce_or_p), axes=_axes(axes))
 
 
 def reduce_xor(operand_: Any, axes: Sequence[int]) -> Any:
     """Logical or bitwise XOR over ``axes``."""
-    return reduce_xor_p.bind(operand(operand_), axes=_axes(axes))
+    return reduce_xor_p.bind(operand(operand_, reduce_xor_p), axes=_axes(axes))
 
 
 # ---------------------------------------------------------------------------------------
@@ -225,13 +225,13 @@ argmin_p = _arg_primitive("argmin", "lt", np.argmin)
 
 def argmax(operand_: Any, axis: int, index_dtype: Any) -> Any:
     """Index of the largest element along ``axis`` (the first one, or the first NaN)."""
-    return argmax_p.bind(operand(operand_), axes=(int(axis),),
+    return argmax_p.bind(operand(operand_, argmax_p), axes=(int(axis),),
                          index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand_: Any, axis: int, index_dtype: Any) -> Any:
     """Index of the smallest element along ``axis`` (the first one, or the first NaN)."""
-    return argmin_p.bind(operand(operand_), axes=(int(axis),),
+    return argmin_p.bind(operand(operand_, argmin_p), axes=(int(axis),),
                          index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
@@ -272,19 +272,19 @@ cummin_p = _cumulative("cummin", np.minimum)
 
 def cumsum(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running sums along ``axis`` (from the end if ``reverse``)."""
-    return cumsum_p.bind(operand(operand_), axis=int(axis), reverse=bool(reverse))
+    return cumsum_p.bind(operand(operand_, cumsum_p), axis=int(axis), reverse=bool(reverse))
 
 
 def cumprod(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running products along ``axis``."""
-    return cumprod_p.bind(operand(operand_), axis=int(axis), reverse=bool(reverse))
+    return cumprod_p.bind(operand(operand_, cumprod_p), axis=int(axis), reverse=bool(reverse))
 
 
 def cummax(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running maxima along ``axis`` (a NaN, once met, stays)."""
-    return cummax_p.bind(operand(operand_), axis=int(axis), reverse=bool(reverse))
+    return cummax_p.bind(operand(operand_, cummax_p), axis=int(axis), reverse=bool(reverse))
 
 
 def cummin(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running minima along ``axis``."""
-    return cummin_p.bind(operand(operand_), axis=int(axis), reverse=bool(reverse))
+    return cummin_p.bind(operand(operand_, cummin_p), axis=int(axis), reverse=bool(reverse))

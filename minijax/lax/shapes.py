@@ -20,20 +20,32 @@ import numpy as np
 from minijax import dtypes, errors
 from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
 from minijax.jaxpr import pp_param_rules
-from minijax.lax.elementwise import NUMBER, check_dtype, convert_element_type, operand
+from minijax.lax.elementwise import (
+    NUMBER,
+    check_dtype,
+    convert_element_type,
+    is_jax_value,
+    operand,
+)
 
 
 def canonicalize_shape(shape: Any) -> tuple[int, ...]:
     """``3`` or ``[2, 3]`` or ``(2, 3)`` -> a tuple of Python ints."""
-    dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    if isinstance(shape, (tuple, list)):  # not np.ndim: it would convert a traced size
+        dims = tuple(shape)
+    else:
+        dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
     try:
         return tuple(int(d) for d in dims)
-    except errors.ConcretizationTypeError:  # a traced size: say so as JAX does
-        traced = next(d for d in dims if isinstance(d, Tracer) and not is_concrete(d))
+    except errors.ConcretizationTypeError:  # a traced size: say so as JAX does (the
+        # shape as it was written, then where each traced size came from)
+        shown = shape if isinstance(shape, (tuple, list)) else dims
+        where = "\n".join(d._context() for d in dims
+                          if isinstance(d, Tracer) and not is_concrete(d))
         raise TypeError(
-            f"Shapes must be 1D sequences of concrete values of integer type, got {dims}.\n"
+            f"Shapes must be 1D sequences of concrete values of integer type, got {shown}.\n"
             "If using `jit`, try using `static_argnums` or applying `jit` to smaller "
-            f"subfunctions.\n{traced._context()}") from None
+            f"subfunctions.\n{where}") from None
 
 
 __all__ = [
@@ -77,6 +89,9 @@ __all__ = [
 def _broadcast_in_dim_rule(x: ShapedArray, shape: tuple[int, ...],
                            broadcast_dimensions: tuple[int, ...], sharding: Any) -> ShapedArray:
     dims = broadcast_dimensions
+    if any(d < 0 for d in shape):
+        raise TypeError(
+            f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
     if len(dims) != x.ndim:
         raise TypeError(
             "broadcast_in_dim broadcast_dimensions must have length equal to operand ndim; "
@@ -114,11 +129,18 @@ pp_param_rules[broadcast_in_dim_p] = lambda params: (
 )
 
 
+def _jax_typed(x: Any) -> Any:
+    """:func:`operand`, with the words JAX uses for a bad operand of these functions."""
+    if not is_jax_value(x):
+        raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
+    return operand(x)
+
+
 def broadcast_in_dim(operand_: Any, shape: Sequence[int],
                      broadcast_dimensions: Sequence[int], *, out_sharding: Any = None) -> Any:
     """Broadcast to ``shape``, operand dimension ``i`` becoming result dimension
     ``broadcast_dimensions[i]``. A no-op when nothing would change."""
-    x = operand(operand_)
+    x = _jax_typed(operand_)
     shape, dims = tuple(int(d) for d in shape), tuple(int(d) for d in broadcast_dimensions)
     if x.shape == shape and dims == tuple(range(x.ndim)):
         return x
@@ -188,7 +210,7 @@ reshape_p.def_abstract_eval(_reshape_rule)
 def reshape(operand_: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None,
             *, out_sharding: Any = None) -> Any:
     """Reshape (after transposing by ``dimensions``, if given). A no-op if nothing changes."""
-    x = operand(operand_)
+    x = operand(operand_, reshape_p)
     new_sizes = tuple(int(d) for d in new_sizes)
     dims = None if dimensions is None else tuple(int(d) for d in dimensions)
     if x.shape == new_sizes and (dims is None or dims == tuple(range(x.ndim))):
@@ -221,7 +243,7 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
     Like JAX, this is a ``broadcast_in_dim`` to the shape with the new ones: there is no
     separate primitive, which is what a jaxpr of ``x[None]`` shows.
     """
-    x = operand(array)
+    x = _jax_typed(array)
     ndim_out = x.ndim + len(dimensions)
     dims = canonicalize_axes(dimensions, ndim_out)
     if len(set(dims)) != len(dims):
@@ -254,7 +276,7 @@ transpose_p.def_abstract_eval(_transpose_rule)
 
 def transpose(operand_: Any, permutation: Sequence[int]) -> Any:
     """Permute dimensions: result dimension ``i`` is operand dimension ``permutation[i]``."""
-    x = operand(operand_)
+    x = operand(operand_, transpose_p)
     permutation = tuple(int(p) for p in permutation)
     if permutation == tuple(range(x.ndim)):
         return x
@@ -278,7 +300,7 @@ squeeze_p.def_abstract_eval(_squeeze_rule)
 
 def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     """Remove the given size-1 dimensions."""
-    x = operand(array)
+    x = operand(array, squeeze_p)
     dims = tuple(sorted(set(canonicalize_axes(dimensions, x.ndim))))
     if not dims:
         return x
@@ -307,7 +329,7 @@ rev_p.def_abstract_eval(_rev_rule)
 
 def rev(operand_: Any, dimensions: Sequence[int]) -> Any:
     """Reverse the order of elements along each of ``dimensions``."""
-    return rev_p.bind(operand(operand_), dimensions=tuple(int(d) for d in dimensions))
+    return rev_p.bind(operand(operand_, rev_p), dimensions=tuple(int(d) for d in dimensions))
 
 
 # ---------------------------------------------------------------------------------------
@@ -374,12 +396,13 @@ def pad(operand_: Any, padding_value: Any, padding_config: Sequence[Sequence[int
 
     Negative ``low``/``high`` remove elements from that edge instead.
     """
-    if np.ndim(padding_value) != 0:
+    x, padding_value = operand(operand_, pad_p), operand(padding_value, pad_p, 1)
+    if padding_value.ndim != 0:
         raise ValueError(
-            f"padding_value must be a scalar; got np.shape(padding_value)={np.shape(padding_value)}"
+            f"padding_value must be a scalar; got np.shape(padding_value)={padding_value.shape}"
         )
     config = tuple(tuple(int(p) for p in dim) for dim in padding_config)
-    return pad_p.bind(operand(operand_), operand(padding_value), padding_config=config)
+    return pad_p.bind(x, padding_value, padding_config=config)
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,8 +452,9 @@ def concatenate(operands: Sequence[Any], dimension: int) -> Any:
     if len(operands) == 0:
         raise ValueError("concatenate requires a non-empty sequences of arrays")
     if len(operands) == 1:
-        return operand(operands[0])
-    return concatenate_p.bind(*map(operand, operands), dimension=int(dimension))
+        return operand(operands[0], concatenate_p)
+    arrays = [operand(x, concatenate_p, i) for i, x in enumerate(operands)]
+    return concatenate_p.bind(*arrays, dimension=int(dimension))
 
 
 def _stack_rule(*avals: ShapedArray, axis: int) -> ShapedArray:
@@ -518,7 +542,7 @@ tile_p.def_abstract_eval(_tile_rule)
 
 def tile(operand_: Any, reps: Sequence[int]) -> Any:
     """Repeat the whole array ``reps[d]`` times along each dimension ``d``."""
-    return tile_p.bind(operand(operand_), reps=tuple(int(r) for r in reps))
+    return tile_p.bind(operand(operand_, tile_p), reps=tuple(int(r) for r in reps))
 
 
 # ---------------------------------------------------------------------------------------

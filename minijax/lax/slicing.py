@@ -120,7 +120,7 @@ def slice(operand_: Any, start_indices: Sequence[int], limit_indices: Sequence[i
           strides: Sequence[int] | None = None) -> Any:
     """The box ``start_indices <= i < limit_indices`` (every ``strides``-th element)."""
     return slice_p.bind(
-        operand(operand_),
+        operand(operand_, slice_p),
         start_indices=tuple(int(i) for i in start_indices),
         limit_indices=tuple(int(i) for i in limit_indices),
         strides=None if strides is None else tuple(int(s) for s in strides),
@@ -591,7 +591,7 @@ def gather(operand_: Any, start_indices: Any, dimension_numbers: GatherDimension
     ``lax.gather``'s default mode is ``PROMISE_IN_BOUNDS`` (clamped, in practice); with
     ``mode='fill'`` out-of-bounds windows read ``fill_value`` (NaN etc. by default).
     """
-    x = operand(operand_)
+    x = operand(operand_, gather_p)
     mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None \
         else GatherScatterMode.from_any(mode)
     if mode == GatherScatterMode.FILL_OR_DROP:
@@ -599,7 +599,7 @@ def gather(operand_: Any, start_indices: Any, dimension_numbers: GatherDimension
     else:
         fill_value = None
     return gather_p.bind(
-        x, operand(start_indices), dimension_numbers=_tuples(dimension_numbers),
+        x, operand(start_indices, gather_p, 1), dimension_numbers=_tuples(dimension_numbers),
         slice_sizes=tuple(int(s) for s in slice_sizes), unique_indices=bool(unique_indices),
         indices_are_sorted=bool(indices_are_sorted), mode=mode, fill_value=fill_value,
     )
@@ -646,7 +646,8 @@ def _scatter_rule(name: str, x: ShapedArray, indices: ShapedArray, updates: Shap
             f"{updates.shape} for indices shape {indices.shape}."
         )
     window = _scatter_window(x.shape, updates.shape, dn)
-    if any(w > n for w, n in zip(window, x.shape)):
+    inserted = {*dn.inserted_window_dims, *dn.operand_batching_dims}  # size 1 by definition
+    if any(w > n for d, (w, n) in enumerate(zip(window, x.shape)) if d not in inserted):
         raise TypeError(
             f"Bounds of the window dimensions of updates must not exceed the bounds of the "
             f"operand; got updates shape {updates.shape} for operand shape {x.shape}."

@@ -125,6 +125,8 @@ def _top_k_kernel(x: np.ndarray, *, k: int, axis: int) -> list[np.ndarray]:
 
 
 def _top_k_rule(x: ShapedArray, *, k: int, axis: int) -> list[ShapedArray]:
+    if x.dtype.kind == "c":
+        raise ValueError("top_k is not compatible with complex inputs.")
     check_dtype("top_k", ORDERED, x.dtype)
     if k < 0:
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
@@ -145,6 +147,6 @@ top_k_p.def_abstract_eval(_top_k_rule)
 def top_k(operand_: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
     """The ``k`` largest entries along ``axis`` (largest first; ties keep their order) and
     their indices."""
-    x = operand(operand_)
+    x = operand(operand_, top_k_p)
     values, indices = top_k_p.bind(x, k=int(k), axis=canonicalize_axis(int(axis), x.ndim))
     return values, indices

@@ -10,6 +10,7 @@ import numpy as _np
 from minijax.array import Array as ndarray
 from minijax.numpy import array_methods as _array_methods
 from minijax.numpy import linalg
+from minijax.numpy.counting import *
 from minijax.numpy.creation import (
     arange,
     array,

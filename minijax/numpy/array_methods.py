@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from minijax import lax
 from minijax.array import Array
 from minijax.core import Tracer
 from minijax.numpy.promotion import is_arraylike
@@ -100,6 +101,14 @@ def _properties() -> dict[str, Any]:
     }
 
 
+def _iterate_tracer(self: Any) -> Any:
+    """``for row in x`` on a traced array: one ``lax.index_in_dim`` (a slice with unit
+    strides, then a squeeze) per row, as JAX records it."""
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (lax.index_in_dim(self, i, keepdims=False) for i in range(self.shape[0]))
+
+
 def _table() -> dict[str, Any]:
     table: dict[str, Any] = {}
     for op, name in _BINARY_OPERATORS.items():
@@ -126,6 +135,7 @@ def attach() -> None:
     for name, value in _table().items():
         setattr(Array, name, value)
         setattr(Tracer, name, value)
+    Tracer.__iter__ = _iterate_tracer  # type: ignore[method-assign]
     # Python asks __eq__ for ``==``; arrays stay unhashable even so.
     Array.__hash__ = None  # type: ignore[assignment]
     Tracer.__hash__ = None  # type: ignore[assignment]

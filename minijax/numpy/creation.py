@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -24,7 +25,7 @@ from minijax.array import Array
 from minijax.compiler.jit import jit
 from minijax.core import Tracer
 from minijax.numpy.promotion import result_type
-from minijax.runtime import host_to_array, put_numpy
+from minijax.runtime import host_to_array
 
 
 def _contains_arrays(obj: Any) -> bool:
@@ -43,23 +44,41 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
           ndmin: int = 0) -> Any:
-    """An array from a scalar, nested lists/tuples (which may hold arrays) or an array."""
+    """An array from a scalar, nested lists/tuples (which may hold arrays) or an array.
+
+    ``copy=True`` makes a new array even from an array: a ``copy`` operation, dispatched
+    like any other (so it does not wait for a value still being computed).
+    """
     if dtype is not None:
         dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "array")
     if isinstance(object, (Array, Tracer)):
-        out = object
+        out = lax.copy_p.bind(object) if copy else object
     elif _contains_arrays(object):
         out = _stack_nested(object, dtype or _leaf_dtype(object))
-    elif isinstance(object, (list, tuple)) and not object:
-        out = put_numpy(np.zeros(0, dtype=dtypes.canonicalize_dtype(np.float64)))
     else:
-        out = host_to_array(object if not isinstance(object, (list, tuple))
-                            else np.asarray(object))
+        out = _from_host(object, dtype)
     if dtype is not None:
         out = lax.convert_element_type(out, dtype, False)
     for _ in range(ndmin - np.ndim(out)):
         out = lax.broadcast_in_dim(out, (1, *out.shape), range(1, out.ndim + 1))
     return out
+
+
+def _from_host(obj: Any, dtype: np.dtype | None) -> Array:
+    """Python scalars, NumPy values and nested lists of them, converted on the host.
+
+    NumPy applies the dtype (given, or for lists promoted from the leaves), and it refuses
+    a Python int that the dtype cannot hold: ``jnp.uint8(300)`` and ``jnp.array([2**40])``
+    raise ``OverflowError``, as in JAX. A bare Python scalar without a dtype becomes a
+    weakly typed array.
+    """
+    if obj is None:
+        raise ValueError("None is not a valid value for jnp.array")
+    if isinstance(obj, (list, tuple)):
+        dtype = dtype or _leaf_dtype(obj)
+    elif dtype is None:
+        return host_to_array(obj)
+    return host_to_array(np.asarray(obj, dtype=dtype))
 
 
 def _leaves(obj: Any) -> list[Any]:
@@ -68,11 +87,24 @@ def _leaves(obj: Any) -> list[Any]:
     return [obj]
 
 
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
 def _leaf_dtype(obj: Any) -> np.dtype:
-    """The dtype of ``jnp.array`` of nested lists: all leaves promoted, never weak."""
-    leaves = [leaf if isinstance(leaf, (Array, Tracer)) or np.ndim(leaf) == 0
-              else np.asarray(leaf) for leaf in _leaves(obj)]
-    return result_type(*leaves)[0]
+    """The dtype of ``jnp.array`` of nested lists: all leaves promoted, never weak; float
+    for no leaves. One leaf of each Python scalar type is enough to decide."""
+    python_scalars, others = {}, []
+    for leaf in _leaves(obj):
+        if type(leaf) in _PYTHON_SCALARS:
+            python_scalars[type(leaf)] = leaf
+        elif leaf is None:
+            raise ValueError("None is not a valid value for jnp.array")
+        else:
+            keep = isinstance(leaf, (Array, Tracer)) or np.ndim(leaf) == 0
+            others.append(leaf if keep else np.asarray(leaf))
+    if not python_scalars and not others:
+        return dtypes.canonicalize_dtype(np.float64)
+    return result_type(*python_scalars.values(), *others)[0]
 
 
 def _stack_nested(obj: Any, dtype: np.dtype) -> Any:
@@ -268,8 +300,18 @@ def _matrix_shape(N: int, M: int | None) -> tuple[int, int]:
     return n, m
 
 
-def _diagonal_mask(shape: tuple[int, int], k: int, compare: Any) -> Any:
-    """``compare(row + k, column)`` for every element of a matrix of ``shape``."""
+def diagonal_mask(shape: Sequence[int], axis1: int, axis2: int, offset: Any = 0) -> Any:
+    """True where the index along ``axis2`` is the index along ``axis1`` plus ``offset``
+    (which may be traced). The mask of ``eye``, ``diag`` and ``trace``."""
+    rows = lax.broadcasted_iota(np.int32, shape, axis1)
+    columns = lax.broadcasted_iota(np.int32, shape, axis2)
+    return lax.eq(lax.add(rows, lax.convert_element_type(offset, np.int32)), columns)
+
+
+def _triangle_mask(shape: tuple[int, int], k: int, compare: Any) -> Any:
+    """``compare(row + k, column)`` for every element of a matrix of ``shape``: the mask of
+    ``tri``, ``tril`` and ``triu`` (which, unlike :func:`diagonal_mask`, adds ``k`` before
+    making the column indices, as JAX records it)."""
     shifted_rows = lax.add(lax.broadcasted_iota(np.int32, shape, 0), np.int32(k))
     return compare(shifted_rows, lax.broadcasted_iota(np.int32, shape, 1))
 
@@ -279,8 +321,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *,
     """Ones on the ``k``-th diagonal (``column - row == k``), zeros elsewhere."""
     dt = dtypes.check_and_canonicalize_user_dtype(float if dtype is None else dtype, "eye")
     shape = _matrix_shape(N, M)
-    rows, columns = (lax.broadcasted_iota(np.int32, shape, d) for d in (0, 1))
-    mask = lax.eq(lax.add(rows, np.int32(operator.index(k))), columns)
+    mask = diagonal_mask(shape, 0, 1, np.int32(operator.index(k)))
     return lax.convert_element_type(mask, dt, False)
 
 
@@ -294,7 +335,7 @@ def identity(n: int, dtype: Any = None) -> Any:
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     """Ones at and below the ``k``-th diagonal (``column <= row + k``), zeros above."""
     dt = dtypes.check_and_canonicalize_user_dtype(float if dtype is None else dtype, "tri")
-    mask = _diagonal_mask(_matrix_shape(N, M), operator.index(k), lax.ge)
+    mask = _triangle_mask(_matrix_shape(N, M), operator.index(k), lax.ge)
     return lax.convert_element_type(mask, dt, False)
 
 
@@ -303,7 +344,7 @@ def _triangle(name: str, m: Any, k: int, below: bool) -> Any:
     if m.ndim < 2:
         raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
     rows, columns = m.shape[-2:]
-    mask = _diagonal_mask((rows, columns), k if below else k - 1, lax.ge)
+    mask = _triangle_mask((rows, columns), k if below else k - 1, lax.ge)
     mask = lax.broadcast_in_dim(mask, m.shape, (m.ndim - 2, m.ndim - 1))
     zeros = lax.full_like(m, 0)
     return lax.select(mask, m, zeros) if below else lax.select(mask, zeros, m)
@@ -333,10 +374,16 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     a = moveaxis(a, (axis1, axis2), (-2, -1))
     rows, columns = a.shape[-2:]
     offset = operator.index(offset)
-    start_row, start_column = max(-offset, 0), max(offset, 0)
-    length = max(min(rows - start_row, columns - start_column), 0)
-    steps = np.arange(length)
-    return a[..., start_row + steps, start_column + steps]
+    length = max(min(rows + min(offset, 0), columns - max(offset, 0)), 0)
+    if length == 0:  # nothing to gather (from a matrix that may have no elements)
+        return lax.full((*a.shape[:-2], 0), 0, a.dtype)
+    # Two index vectors 0, 1, ...; the second one shifted by |offset| goes with the axis
+    # the diagonal starts late in: columns above the main diagonal, rows below it.
+    first, second = lax.iota(np.int32, length), lax.iota(np.int32, length)
+    if offset == 0:
+        return a[..., first, second]
+    shifted = lax.add(np.int32(abs(offset)), second)
+    return a[..., first, shifted] if offset > 0 else a[..., shifted, first]
 
 
 def diag(v: Any, k: int = 0) -> Any:
@@ -350,12 +397,14 @@ def _diag(v: Any, k: int) -> Any:
         return diagonal(v, k)
     if v.ndim != 1:
         raise ValueError("diag input must be 1d or 2d")
+    from minijax.numpy.ufuncs import where
+
     n = v.shape[0] + abs(k)
-    # Element (i, i + k) is v[i] above the diagonal; (j - k, j) is v[j] below it.
-    padded = lax.pad(v, lax.convert_element_type(0, v.dtype), [(0, abs(k), 0)])
-    values = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
-    mask = _diagonal_mask((n, n), k, lax.eq)
-    return lax.select(mask, values, lax.full_like(values, 0))
+    # Row i holds padded[i]: v[i] at (i, i + k) above the diagonal, v[i - |k|] below it.
+    zero = lax.convert_element_type(0, v.dtype)
+    padded = lax.pad(v, zero, [(0, k, 0)] if k >= 0 else [(-k, 0, 0)])
+    mask = diagonal_mask((n, n), 0, 1, k)
+    return where(mask, lax.broadcast_in_dim(padded, (n, 1), (0,)), zero)
 
 
 # ---------------------------------------------------------------------------------------

@@ -484,7 +484,10 @@ def _check_update_dtype(x: Any, y: Any) -> None:
 
 def _broadcast_updates(y: Any, shape: tuple[int, ...]) -> Any:
     lead = len(shape) - y.ndim
-    if lead < 0 or any(d not in (1, s) for d, s in zip(y.shape, shape[lead:])):
+    if lead < 0:
+        raise ValueError("Cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={y.shape} shape={shape}")
+    if any(d not in (1, s) for d, s in zip(y.shape, shape[lead:])):
         raise ValueError(
             f"Incompatible types for broadcasting: input type={y.aval.str_long()} and "
             f"requested type={y.aval.update(shape=shape).str_long()}"
@@ -673,13 +676,33 @@ def _take(a: Any, indices: Any, axis: int | None, out: None, mode: str | None,
     if axis is None:
         a, axis = ravel(a), 0
     (axis,) = lax.canonicalize_axes((axis,), a.ndim)
+    size = a.shape[axis]
     if mode == "wrap":
         from minijax.numpy import remainder
 
-        indices, mode = remainder(indices, a.shape[axis]), "clip"
-    index = (slice(None),) * axis + (indices,)
-    return _gather(a, _parse(a.shape, index), _take_mode(mode), fill_value,
-                   indices_are_sorted, unique_indices)
+        size = np.array(size, indices.dtype)
+        indices, gather_mode = remainder(indices, size), GatherScatterMode.PROMISE_IN_BOUNDS
+    else:
+        gather_mode = _take_mode(mode)
+        if gather_mode == GatherScatterMode.FILL_OR_DROP:  # negative indices count from the end
+            from minijax.numpy import where
+
+            size = lax.convert_element_type(size, indices.dtype, weak_type=True)
+            indices = where(lax.lt(indices, _zero(indices)), lax.add(indices, size), indices)
+    # One gather: a window of ``a`` without dimension ``axis`` at each index, the windows'
+    # dimensions going around the dimensions of ``indices`` in the result.
+    starts = lax.broadcast_in_dim(indices, (*indices.shape, 1), range(indices.ndim))
+    out_ndim = a.ndim - 1 + indices.ndim
+    dnums = GatherDimensionNumbers(
+        offset_dims=(*range(axis), *range(axis + indices.ndim, out_ndim)),
+        collapsed_slice_dims=(axis,), start_index_map=(axis,))
+    slice_sizes = a.shape[:axis] + (1,) + a.shape[axis + 1:]
+    return lax.gather(a, starts, dnums, slice_sizes, mode=gather_mode, fill_value=fill_value,
+                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+
+
+def _zero(x: Any) -> Any:
+    return lax.convert_element_type(0, x.dtype)
 
 
 @partial(jit, static_argnames=("axis", "mode", "fill_value"))

@@ -15,20 +15,25 @@ transformation the values are not known when the program is traced.
 from __future__ import annotations
 
 import functools
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from minijax import dtypes, lax
+from minijax.compiler.jit import jit
+from minijax.custom_derivatives import custom_jvp
 from minijax.lax import linalg as lax_linalg
-from minijax.numpy.creation import asarray
-from minijax.numpy.products import diagonal_mask, matmul, outer, tensordot  # noqa: F401
+from minijax.numpy.creation import array, asarray, diagonal, diagonal_mask
+from minijax.numpy.products import matmul, outer, tensordot  # noqa: F401
 from minijax.numpy.products import trace as _trace
 from minijax.numpy.promotion import broadcast_to, check_arraylike, promote_dtypes_inexact
+from minijax.numpy.reductions import any as _any
+from minijax.numpy.reductions import count_nonzero, cumprod, reduction_axes
 from minijax.numpy.reductions import max as _max
 from minijax.numpy.reductions import min as _min
-from minijax.numpy.reductions import reduction_axes
 from minijax.numpy.reductions import sum as _sum
+from minijax.numpy.ufuncs import add, multiply, not_equal, remainder
 from minijax.numpy.ufuncs import where as _where
 
 __all__ = [
@@ -65,10 +70,12 @@ def _inexact_operand(name: str, a: Any) -> Any:
     return a
 
 
-def _square_operand(name: str, a: Any, describe: str) -> Any:
+def _square_operand(name: str, a: Any, describe: str, period: str = ".") -> Any:
+    """``a`` as an inexact array of square matrices (JAX's messages differ by a period)."""
     a = _inexact_operand(name, a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"Argument to {describe} must have shape [..., n, n], got {a.shape}.")
+        raise ValueError(
+            f"Argument to {describe} must have shape [..., n, n], got {a.shape}{period}")
     return a
 
 
@@ -152,36 +159,122 @@ def inv(a: Any) -> Any:
     return _lu_solve(a, _identity(a.shape, a.dtype))
 
 
-def _lu_diagonal_and_parity(a: Any) -> tuple[Any, Any]:
-    """The diagonal of ``U`` and whether the LU's row permutation is odd."""
-    lu, pivots, _ = lax_linalg.lu(a)
-    steps = lax.broadcasted_iota(pivots.dtype, pivots.shape, pivots.ndim - 1)
-    swaps = lax.reduce_sum(lax.convert_element_type(lax.ne(pivots, steps), np.int32),
-                           (pivots.ndim - 1,))
-    odd = lax.eq(lax.rem(swaps, lax.convert_element_type(2, np.int32)),
-                 lax.convert_element_type(1, np.int32))
-    return _diagonal(lu), odd
+# ---------------------------------------------------------------------------------------
+# Determinants
+# ---------------------------------------------------------------------------------------
 
 
-def _flip_sign(x: Any, odd: Any) -> Any:
-    return _where(odd, lax.neg(x), x)
+def _product_of_entries(a: Any, entries: tuple[tuple[int, int], ...]) -> Any:
+    """``a[..., i, j] * a[..., k, l] * ...``, left to right."""
+    return functools.reduce(lax.mul, (a[..., i, j] for i, j in entries))
 
 
+# The Leibniz formula's terms for 3 x 3 matrices: the even permutations, then the odd ones.
+_PLUS_3X3 = (((0, 0), (1, 1), (2, 2)), ((0, 1), (1, 2), (2, 0)), ((0, 2), (1, 0), (2, 1)))
+_MINUS_3X3 = (((0, 2), (1, 1), (2, 0)), ((0, 0), (1, 2), (2, 1)), ((0, 1), (1, 0), (2, 2)))
+
+
+@jit
 def det(a: Any) -> Any:
-    """The determinant: the product of ``U``'s diagonal, negated for an odd permutation."""
-    a = _square_operand("det", a, "det()")
-    diagonal, odd = _lu_diagonal_and_parity(a)
-    return _flip_sign(lax.reduce_prod(diagonal, (diagonal.ndim - 1,)), odd)
+    """The determinant. 2 x 2 and 3 x 3 matrices use the explicit formula (``ad - bc``
+    is exact where an LU decomposition rounds); larger ones ``sign * exp(logabsdet)``
+    from :func:`slogdet`, with a derivative that stays finite at singular matrices."""
+    a = _square_operand("det", a, "_det()", period="")
+    n = a.shape[-1]
+    if n == 2:
+        return lax.sub(_product_of_entries(a, ((0, 0), (1, 1))),
+                       _product_of_entries(a, ((0, 1), (1, 0))))
+    if n == 3:
+        out = _product_of_entries(a, _PLUS_3X3[0])
+        for term in _PLUS_3X3[1:]:
+            out = lax.add(out, _product_of_entries(a, term))
+        for term in _MINUS_3X3:
+            out = lax.sub(out, _product_of_entries(a, term))
+        return out
+    return _det(a)
 
 
+def _det_value(a: Any) -> Any:
+    sign, logabsdet = slogdet(a)
+    return multiply(sign, lax.exp(logabsdet))
+
+
+_det_value.__name__ = "_det"  # the names jaxprs show, as in JAX
+_det = custom_jvp(_det_value)
+
+
+@_det.defjvp
+def _det_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """d det(A) = trace(adj(A) dA), the cofactor rule: unlike det(A) trace(A^-1 dA), it
+    holds (and is finite) at singular matrices too."""
+    (a,), (da,) = primals, tangents
+    return _det(a), _trace(matmul(_adjugate(a), da), 0, -2, -1)
+
+
+def _adjugate(a: Any) -> Any:
+    """adj(A) = det(A) A^-1, from the SVD A = U S V^H: adj(A) = det(U V^H) V adj(S) U^H,
+    where adj(S) is diagonal with entries prod_{j != i} s_j -- finite for any A."""
+    u, s, vh = lax_linalg.svd(a, full_matrices=False)
+    ones = lax.full_like(s[..., :1], 1)
+    before = lax.concatenate([ones, cumprod(s[..., :-1], axis=-1)], s.ndim - 1)
+    after = lax.concatenate([lax.rev(cumprod(lax.rev(s[..., 1:], (s.ndim - 1,)), axis=-1),
+                                     (s.ndim - 1,)), ones], s.ndim - 1)
+    others = lax.convert_element_type(lax.mul(before, after), a.dtype)
+    orientation = slogdet(matmul(u, vh)).sign  # det(U) det(V^H), which is +-1 (or unit)
+    v_scaled = lax.mul(_conj_transpose(vh), lax.expand_dims(others, (others.ndim - 1,)))
+    adj = matmul(v_scaled, _conj_transpose(u))
+    return lax.mul(adj, lax.expand_dims(orientation, (orientation.ndim, orientation.ndim + 1)))
+
+
+@partial(jit, static_argnames=("method",))
 def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
-    """``(sign, log|det|)``, which does not overflow where ``det`` would."""
-    a = _square_operand("slogdet", a, "slogdet()")
-    diagonal, odd = _lu_diagonal_and_parity(a)
-    last = (diagonal.ndim - 1,)
-    sign = _flip_sign(lax.reduce_prod(lax.sign(diagonal), last), odd)
-    logabsdet = lax.reduce_sum(lax.log(lax.abs(diagonal)), last)
-    return SlogdetResult(sign, logabsdet)
+    """``(sign, log|det|)``, which does not overflow where ``det`` would: from the LU
+    decomposition, log|det| sums the logs of ``U``'s diagonal, and the sign is that of
+    the permutation and of the diagonal's entries (0 and -inf for a singular matrix)."""
+    if method not in (None, "lu"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         "(`None`), and 'qr'." if method != "qr" else
+                         "minijax's slogdet has no 'qr' method")
+    a = _square_operand("slogdet", a, "slogdet()", period="")
+    return SlogdetResult(*_slogdet_lu(a))
+
+
+def _slogdet_lu_value(a: Any) -> tuple[Any, Any]:
+    lu, pivots, _ = lax_linalg.lu(a)
+    diag = diagonal(lu, axis1=-2, axis2=-1)
+    singular = _any(lax.eq(diag, lax.convert_element_type(0, diag.dtype)), axis=-1)
+    swapped = not_equal(pivots, lax.iota(pivots.dtype, pivots.shape[-1]))  # row i moved
+    flips = count_nonzero(swapped, axis=-1)
+    complex_input = dtypes.issubdtype(a.dtype, np.complexfloating)
+    if not complex_input:
+        negative = lax.lt(diag, lax.convert_element_type(0, diag.dtype))
+        flips = lax.add(flips, count_nonzero(negative, axis=-1))
+    parity_sign = add(multiply(-2, remainder(flips, 2)), 1)  # -1 or 1
+    phase = (lax.reduce_prod(lax.div(diag, lax.convert_element_type(lax.abs(diag), a.dtype)),
+                             (diag.ndim - 1,))
+             if complex_input else lax.convert_element_type(1, a.dtype))
+    sign = lax.mul(phase, array(parity_sign, dtype=a.dtype))
+    sign = _where(singular, lax.convert_element_type(0, a.dtype), sign)
+    logabsdet = _sum(lax.log(lax.abs(diag)), axis=-1)
+    real_dtype = logabsdet.dtype
+    return sign, _where(singular, lax.convert_element_type(-np.inf, real_dtype), logabsdet)
+
+
+_slogdet_lu_value.__name__ = "_slogdet_lu"
+_slogdet_lu = custom_jvp(_slogdet_lu_value)
+
+
+@_slogdet_lu.defjvp
+def _slogdet_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """d log|det A| = Re trace(A^-1 dA); the sign of a real matrix does not move, that of
+    a complex one turns by i Im trace(A^-1 dA)."""
+    (a,), (da,) = primals, tangents
+    sign, logabsdet = _slogdet_lu(a)
+    change = _trace(solve(a, da), 0, -2, -1)
+    if not dtypes.issubdtype(a.dtype, np.complexfloating):
+        return (sign, logabsdet), (lax.full_like(sign, 0), change)
+    turn = lax.complex(lax.full_like(logabsdet, 0), lax.imag(change))
+    return (sign, logabsdet), (lax.mul(sign, turn), lax.real(change))
 
 
 # ---------------------------------------------------------------------------------------
@@ -189,6 +282,7 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
 # ---------------------------------------------------------------------------------------
 
 
+@partial(jit, static_argnames=("upper", "symmetrize_input"))
 def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Any:
     """The Cholesky factor: lower ``L`` with ``a = L @ L^H`` (or upper ``U = L^H``)."""
     lower = lax_linalg.cholesky(_inexact_operand("cholesky", a),

@@ -17,25 +17,26 @@ from minijax.compiler.jit import jit
 from minijax.core import Tracer
 from minijax.numpy import ufuncs
 from minijax.numpy.creation import asarray
-from minijax.numpy.promotion import promote_args, promote_args_inexact
+from minijax.numpy.promotion import promote_args, to_inexact_dtype
 
 
 @partial(jit, static_argnames=("equal_nan",))
-def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
             equal_nan: bool = False) -> Any:
-    """|a - b| <= atol + rtol * |b|, elementwise; infinities must match exactly."""
+    """``a == b``, or |a - b| <= atol + rtol * |b| where ``b`` is finite, elementwise.
+
+    Integers are compared as floats. NaNs are close to nothing, unless ``equal_nan``.
+    """
     a, b = promote_args("isclose", a, b)
     if not dtypes.issubdtype(a.dtype, np.inexact):
-        return lax.eq(a, b)
-    a, b = promote_args_inexact("isclose", a, b)
-    tolerance = ufuncs.add(atol, ufuncs.multiply(rtol, ufuncs.abs(b)))
-    close = ufuncs.less_equal(ufuncs.abs(ufuncs.subtract(a, b)), tolerance)
-    both_inf = ufuncs.logical_and(ufuncs.isinf(a), ufuncs.isinf(b))
-    close = ufuncs.where(both_inf, ufuncs.equal(a, b), ufuncs.logical_and(
-        close, ufuncs.logical_and(ufuncs.isfinite(a), ufuncs.isfinite(b))))
-    if equal_nan:
-        close = ufuncs.logical_or(close, ufuncs.logical_and(ufuncs.isnan(a), ufuncs.isnan(b)))
-    return close
+        a, b = (lax.convert_element_type(x, to_inexact_dtype(a.dtype)) for x in (a, b))
+    real_dtype = dtypes.finfo(a.dtype).dtype  # the tolerances of complex numbers are real
+    rtol, atol = (lax.convert_element_type(t, real_dtype) for t in (rtol, atol))
+    both_nan = lax.bitwise_and(ufuncs.isnan(a), ufuncs.isnan(b))
+    finite_b = ufuncs.isfinite(b)
+    within = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    close = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(finite_b, within))
+    return lax.bitwise_or(close, both_nan) if equal_nan else close
 
 
 @partial(jit, static_argnames=("equal_nan",))

@@ -241,7 +241,28 @@ def _promoted(arrays: list[Any], dtype: Any, fun_name: str) -> list[Any]:
 
 def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
     """Join arrays along an existing ``axis`` (of the flattened arrays if ``None``)."""
+    if isinstance(arrays, (Array, Tracer, np.ndarray)):
+        return _join_rows(asarray(arrays), axis, dtype, "concatenate")
     return _concatenate(_as_sequence("concatenate", arrays), axis, dtype)
+
+
+def _join_rows(arr: Any, axis: int | None, dtype: Any, fun_name: str) -> Any:
+    """``concatenate`` of the rows of one array: a ``reshape`` that merges the first axis
+    into ``axis`` (moving it there first, with the reshape's ``dimensions``)."""
+    if arr.ndim == 0 or arr.shape[0] == 0:
+        raise ValueError(f"Need at least one array to {fun_name}.")
+    if dtype is not None:
+        arr = lax.convert_element_type(
+            arr, dtypes.check_and_canonicalize_user_dtype(dtype, fun_name), False)
+    if axis is None:
+        return lax.reshape(arr, (arr.size,))
+    if arr.ndim == 1:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = _axis(axis, arr.ndim - 1)
+    rows, *row_shape = arr.shape
+    order = (*range(1, axis + 1), 0, *range(axis + 1, arr.ndim))
+    row_shape[axis] *= rows
+    return lax.reshape(arr, row_shape, None if axis == 0 else order)
 
 
 def _concatenate(arrays: list[Any], axis: int | None, dtype: Any) -> Any:
@@ -262,6 +283,14 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
 
 def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Any:
     """Join arrays of one shape along a new dimension ``axis``."""
+    if isinstance(arrays, (Array, Tracer, np.ndarray)):
+        arr = asarray(arrays)
+        if arr.ndim == 0:
+            raise TypeError("len() of unsized object")
+        axis = _axis(axis, arr.ndim)  # the rows get a new axis there, then are joined
+        arr = lax.broadcast_in_dim(arr, (*arr.shape[:axis + 1], 1, *arr.shape[axis + 1:]),
+                                   [d for d in range(arr.ndim + 1) if d != axis + 1])
+        return _join_rows(arr, axis, dtype, "stack")
     arrays = _as_sequence("stack", arrays)
     if not arrays:
         raise ValueError("Need at least one array to stack.")

@@ -25,10 +25,12 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.compiler.jit import jit
-from minijax.numpy.creation import asarray
-from minijax.numpy.promotion import check_arraylike, promote_args, result_type
+from minijax.numpy.creation import asarray, diagonal_mask
+from minijax.numpy.manipulation import moveaxis
+from minijax.numpy.promotion import check_arraylike, promote_args, promote_dtypes, result_type
 from minijax.numpy.reductions import reduction_axes
 from minijax.numpy.reductions import sum as _sum
+from minijax.numpy.ufuncs import where
 
 __all__ = ["dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot"]
 
@@ -204,26 +206,21 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
 # ---------------------------------------------------------------------------------------
 
 
-def diagonal_mask(shape: Sequence[int], axis1: int, axis2: int, offset: int = 0) -> Any:
-    """True where the index along ``axis2`` is the index along ``axis1`` plus ``offset``."""
-    rows = lax.broadcasted_iota(np.int32, shape, axis1)
-    cols = lax.broadcasted_iota(np.int32, shape, axis2)
-    return lax.eq(lax.add(rows, lax.convert_element_type(offset, np.int32)), cols)
-
-
 def _keep_diagonal(x: Any, axis1: int, axis2: int, offset: int = 0) -> Any:
     """Zero every element off the (offset) diagonal of ``axis1`` and ``axis2``."""
     return lax.select(diagonal_mask(x.shape, axis1, axis2, offset), x, lax.full_like(x, 0))
 
 
-@partial(jit, static_argnames=("offset", "axis1", "axis2", "dtype"))
-def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+@partial(jit, static_argnames=("axis1", "axis2", "dtype"))
+def trace(a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
           out: Any = None) -> Any:
-    """The sum along a diagonal of ``axis1`` and ``axis2`` (integers widen as in ``sum``)."""
+    """The sum along a diagonal of ``axis1`` and ``axis2`` (integers widen as in ``sum``).
+    The ``offset`` of the diagonal is an array argument: it may be traced."""
     check_arraylike("trace", a)
-    a = asarray(a)
-    axis1, axis2 = reduction_axes((axis1, axis2), a.ndim)
-    return _sum(_keep_diagonal(a, axis1, axis2, int(offset)), (axis1, axis2), dtype, out)
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    mask = diagonal_mask(a.shape[-2:], 0, 1, offset)
+    diagonal_only = where(mask, a, lax.full_like(a, 0))
+    return _sum(diagonal_only, (a.ndim - 2, a.ndim - 1), dtype, out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -318,16 +315,22 @@ def einsum(subscripts: str, /, *operands: Any, out: Any = None, optimize: Any = 
 # ---------------------------------------------------------------------------------------
 
 
+def _with_leading_ones(x: Any, ndim: int) -> Any:
+    lead = ndim - x.ndim
+    if not lead:
+        return x
+    return lax.broadcast_in_dim(x, (1,) * lead + x.shape, range(lead, ndim))
+
+
 @jit
 def kron(a: Any, b: Any) -> Any:
     """The Kronecker product: every element of ``a`` times the whole of ``b``, in blocks."""
     check_arraylike("kron", a, b)
-    a, b = promote_args("kron", asarray(a), asarray(b))
+    a, b = promote_dtypes(asarray(a), asarray(b))
     ndim = max(a.ndim, b.ndim)
-    a = lax.reshape(a, (1,) * (ndim - a.ndim) + a.shape)
-    b = lax.reshape(b, (1,) * (ndim - b.ndim) + b.shape)
+    a, b = (_with_leading_ones(x, ndim) for x in (a, b))
     # a gets a size-1 axis after each of its axes, b before each: their product tiles.
-    a_blocks = lax.reshape(a, [d for s in a.shape for d in (s, 1)])
-    b_blocks = lax.reshape(b, [d for s in b.shape for d in (1, s)])
+    a_blocks = lax.broadcast_in_dim(a, [d for s in a.shape for d in (s, 1)], range(0, 2 * ndim, 2))
+    b_blocks = lax.broadcast_in_dim(b, [d for s in b.shape for d in (1, s)], range(1, 2 * ndim, 2))
     shape = [x * y for x, y in zip(a.shape, b.shape)]
     return lax.reshape(lax.mul(a_blocks, b_blocks), shape)

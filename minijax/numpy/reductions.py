@@ -31,14 +31,13 @@ from minijax.numpy.promotion import (
     promote_dtypes_inexact,
     to_inexact_dtype,
 )
-from minijax.numpy.sorting import sort
-from minijax.numpy.ufuncs import isnan, logical_and
+from minijax.numpy.ufuncs import isnan
 from minijax.numpy.ufuncs import where as _where
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero",
     "cumprod", "cumsum", "max", "mean", "median", "min", "nanmax", "nanmean", "nanmin",
-    "nanprod", "nansum", "prod", "ptp", "std", "sum", "var",
+    "nanprod", "nansum", "percentile", "prod", "ptp", "quantile", "std", "sum", "var",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -101,6 +100,14 @@ def _user_dtype(dtype: Any, name: str) -> np.dtype | None:
     return None if dtype is None else dtypes.check_and_canonicalize_user_dtype(dtype, name)
 
 
+def _accumulation_operand(a: Any, dtype: np.dtype) -> Any:
+    """``a`` in the dtype a sum accumulates in. Halves are accumulated in float32 unless a
+    dtype was asked for; booleans count as the default integer first (as JAX records)."""
+    if a.dtype == np.bool_:
+        a = lax.convert_element_type(a, _default_int())
+    return lax.convert_element_type(a, dtype)
+
+
 def _reduced_size(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return math.prod(shape[a] for a in axes)
 
@@ -133,8 +140,9 @@ def _summation(name: str, reduce: Callable, combine: Callable, identity: int) ->
                   keepdims: bool = False, initial: Any = None, where: Any = None,
                   promote_integers: bool = True) -> Any:
         a = _operand(name, a, out)
-        result_dtype = _user_dtype(dtype, name) or _summation_dtype(a.dtype, promote_integers)
-        a = lax.convert_element_type(a, _upcast_half(result_dtype))
+        user_dtype = _user_dtype(dtype, name)
+        result_dtype = user_dtype or _summation_dtype(a.dtype, promote_integers)
+        a = _accumulation_operand(a, user_dtype or _upcast_half(result_dtype))
         return _reduce(a, reduction_axes(axis, a.ndim), keepdims, reduce=reduce,
                        combine=combine, fill=identity, initial=initial, where=where,
                        result_dtype=result_dtype)
@@ -212,14 +220,18 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
          keepdims: bool = False, *, where: Any = None) -> Any:
     """The arithmetic mean over ``axis`` (a float, even for integer input)."""
     a = _operand("mean", a, out)
-    result_dtype = _user_dtype(dtype, "mean") or to_inexact_dtype(a.dtype)
-    a = lax.convert_element_type(a, _upcast_half(result_dtype))
+    user_dtype = _user_dtype(dtype, "mean")
+    result_dtype = user_dtype or to_inexact_dtype(a.dtype)
+    compute_dtype = user_dtype or _upcast_half(result_dtype)
     axes = _statistic_axes(axis, a.ndim)
+    if where is None:
+        count = lax.convert_element_type(_reduced_size(a.shape, axes), compute_dtype)
+    else:  # the count of the elements ``where`` lets in, first (as JAX records it)
+        count = sum(broadcast_to(asarray(where), a.shape), axes, compute_dtype,
+                    keepdims=keepdims)
+    a = _accumulation_operand(a, compute_dtype)
     total = _reduce(a, axes, keepdims, reduce=lax.reduce_sum, combine=None, fill=0,
                     where=where)
-    count = _count(a, axes, where, a.dtype)
-    if keepdims and where is not None:
-        count = lax.expand_dims(count, axes)
     return lax.convert_element_type(lax.div(total, count), result_dtype, False)
 
 
@@ -310,25 +322,89 @@ def _single_axis(name: str, a: Any, axis: Any) -> tuple[Any, int]:
     return a, reduction_axes(axis, a.ndim)[0]
 
 
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+@partial(jit, static_argnames=("axis", "overwrite_input", "method", "keepdims"))
+def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False) -> Any:
+    """The ``q``-th quantiles (0 <= q <= 1) of ``a`` along ``axis``; NaN if any element
+    is NaN. ``q`` may be an array: its dimensions come first in the result.
+
+    Sorted, the quantile sits at position ``q * (n - 1)``, between the elements at its
+    floor and its ceiling; ``method`` says what to make of the two (``linear``: weigh them
+    by nearness).
+    """
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(f"method can only be one of {list(_QUANTILE_METHODS)}. "
+                         f"Got method={method}.")
+    original = _operand("quantile", a, out)
+    (x,) = promote_dtypes_inexact(original)
+    q = lax.convert_element_type(q, x.dtype, getattr(q, "weak_type", True))
+    x, axis = _single_axis("quantile", x, axis)
+    any_nan = lax.expand_dims(lax.reduce_or(lax.ne(x, x), (axis,)), (axis,))
+    x = lax.sort(_where(any_nan, np.nan, x), dimension=axis)
+    position = lax.mul(q, _last_index(x, axis))
+    low, high = lax.floor(position), lax.ceil(position)
+    high_weight = lax.sub(position, low)
+    low_weight = lax.sub(lax.convert_element_type(1, x.dtype), high_weight)
+    zero = lax.convert_element_type(0, x.dtype)
+    low = lax.clamp(zero, low, _last_index(x, axis))
+    high = lax.clamp(zero, high, _last_index(x, axis))
+    low, high = (lax.convert_element_type(i, np.int32) for i in (low, high))
+    low_value, high_value = (_take_slices(x, i, axis, keepdims) for i in (low, high))
+    if q.ndim:  # one weight per quantile, for all the slices of that quantile
+        low_weight, high_weight = (lax.broadcast_in_dim(w, low_value.shape, range(q.ndim))
+                                   for w in (low_weight, high_weight))
+    if method == "linear":
+        out = lax.add(lax.mul(low_value, low_weight), lax.mul(high_value, high_weight))
+    elif method == "midpoint":
+        out = lax.mul(lax.add(low_value, high_value), lax.convert_element_type(0.5, x.dtype))
+    elif method == "nearest":
+        out = lax.select(lax.le(high_weight, lax.convert_element_type(0.5, x.dtype)),
+                         low_value, high_value)
+    else:
+        out = low_value if method == "lower" else high_value
+    if keepdims and original.ndim != x.ndim:  # axis=None: every dimension becomes 1
+        out = lax.reshape(out, q.shape + (1,) * original.ndim)
+    return out
+
+
+def _last_index(x: Any, axis: int) -> Any:
+    """``n - 1`` for the length ``n`` of ``axis``, as a float (JAX computes it each time)."""
+    return lax.sub(lax.convert_element_type(x.shape[axis], x.dtype),
+                   lax.convert_element_type(1, x.dtype))
+
+
+def _take_slices(x: Any, index: Any, axis: int, keepdims: bool) -> Any:
+    """The slices ``x[..., index, ...]`` along ``axis``, for each element of ``index``
+    (whose dimensions come first); with ``keepdims`` the axis stays, with size 1."""
+    starts = lax.broadcast_in_dim(index, (*index.shape, 1), range(index.ndim))
+    collapsed = () if keepdims else (axis,)
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=tuple(range(index.ndim, index.ndim + x.ndim - len(collapsed))),
+        collapsed_slice_dims=collapsed, start_index_map=(axis,))
+    slice_sizes = x.shape[:axis] + (1,) + x.shape[axis + 1:]
+    return lax.gather(x, starts, dnums, slice_sizes)
+
+
+@partial(jit, static_argnames=("axis", "overwrite_input", "method", "keepdims"))
+def percentile(a: Any, q: Any, axis: Any = None, out: Any = None,
+               overwrite_input: bool = False, method: str = "linear",
+               keepdims: bool = False) -> Any:
+    """:func:`quantile` with ``q`` in percent."""
+    from minijax.numpy.ufuncs import true_divide
+
+    return quantile(a, true_divide(q, 100.0), axis, out, overwrite_input, method, keepdims)
+
+
 @partial(jit, static_argnames=("axis", "overwrite_input", "keepdims"))
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
     """The middle value after sorting along ``axis`` (the mean of the two middle values
     for an even count); NaN if any element is NaN."""
-    original = _operand("median", a, out)
-    (x,) = promote_dtypes_inexact(original)
-    x, ax = _single_axis("median", x, axis)
-    nan = lax.broadcast_in_dim(any(isnan(x), ax, keepdims=True), x.shape, range(x.ndim))
-    ordered = sort(_where(nan, np.nan, x), axis=ax)
-    n = x.shape[ax]
-    upper = lax.index_in_dim(ordered, n // 2, ax, keepdims=False)
-    if n % 2 == 0:
-        lower = lax.index_in_dim(ordered, n // 2 - 1, ax, keepdims=False)
-        upper = lax.mul(lax.add(lower, upper), lax.convert_element_type(0.5, upper.dtype))
-    if keepdims:
-        axes = tuple(range(original.ndim)) if axis is None else (ax,)
-        upper = lax.reshape(upper, [1 if i in axes else d for i, d in enumerate(original.shape)])
-    return upper
+    return quantile(a, 0.5, axis=axis, out=out, overwrite_input=overwrite_input,
+                    method="midpoint", keepdims=keepdims)
 
 
 def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
@@ -440,10 +516,13 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
             keepdims: bool = False, where: Any = None) -> Any:
     """:func:`mean` of the elements that are not NaN."""
     a = _operand("nanmean", a, out)
-    present = lax.bitwise_not(isnan(a))
-    if where is not None:
-        present = logical_and(present, where)
-    return mean(_without_nans(a, 0), axis, dtype, keepdims=keepdims, where=present)
+    if a.dtype.kind not in "fcV":  # integers have no NaNs
+        return mean(a, axis, dtype, keepdims=keepdims, where=where)
+    if dtype is None:
+        dtype = a.dtype
+    present = lax.convert_element_type(lax.bitwise_not(isnan(a)), _default_int())
+    count = sum(present, axis, dtype, keepdims=keepdims, where=where)
+    return lax.div(nansum(a, axis, dtype, keepdims=keepdims, where=where), count)
 
 
 def _nan_extremum(name: str, reduce: Callable, fill: float) -> Callable:

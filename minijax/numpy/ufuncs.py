@@ -20,6 +20,7 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.compiler.jit import jit
+from minijax.custom_derivatives import custom_jvp
 from minijax.numpy.promotion import (
     broadcast_to,
     check_arraylike,
@@ -112,16 +113,26 @@ def right_shift(x: Any, y: Any, /) -> Any:
 bitwise_right_shift = right_shift
 
 
+def _promote_for_division(name: str, x: Any, y: Any) -> list[Any]:
+    """Promote as usual; booleans divide as int32 (``True // True`` is 1, as in JAX)."""
+    x, y = promote_args(name, x, y)
+    return _bools_as_ints(x, y) if x.dtype == np.bool_ else [x, y]
+
+
+def _bools_as_ints(*args: Any) -> list[Any]:
+    return [lax.convert_element_type(a, np.int32) for a in args]
+
+
 @jit
 def floor_divide(x: Any, y: Any, /) -> Any:
     """x // y, rounding toward minus infinity (``lax.div`` rounds toward zero)."""
-    x, y = promote_args("floor_divide", x, y)
-    if _is_int_or_bool(x):
-        if x.dtype == np.bool_:
-            return lax.bitwise_and(x, y)
+    x, y = _promote_for_division("floor_divide", x, y)
+    if dtypes.issubdtype(x.dtype, np.unsignedinteger):
+        return lax.div(x, y)  # no negative quotients to round
+    if dtypes.issubdtype(x.dtype, np.integer):
         quotient = lax.div(x, y)
         signs_differ = lax.ne(lax.sign(x), lax.sign(y))
-        inexact = lax.ne(lax.rem(x, y), lax.convert_element_type(0, x.dtype))
+        inexact = lax.ne(lax.rem(x, y), _zero(x))
         return where(lax.bitwise_and(signs_differ, inexact), lax.sub(quotient, _one(x)),
                      quotient)
     return _float_divmod(x, y)[0]
@@ -133,11 +144,12 @@ def _one(x: Any) -> Any:
 
 
 def _float_divmod(x: Any, y: Any) -> tuple[Any, Any]:
-    """NumPy's float floor-division and modulo, from the C-style remainder."""
+    """NumPy's float floor-division and modulo, from the C-style remainder: where the
+    remainder and the divisor have different signs, the quotient is one too big."""
     mod = lax.rem(x, y)
-    div = lax.div(lax.sub(x, mod), y)
-    fix = lax.bitwise_and(lax.ne(mod, lax.convert_element_type(0, mod.dtype)),
-                          lax.ne(lax.lt(y, _zero(y)), lax.lt(mod, _zero(mod))))
+    dividend = where(lax.eq(y, _zero(y)), x, lax.sub(x, mod))  # x / 0 stays inf or nan
+    div = lax.div(dividend, y)
+    fix = lax.bitwise_and(lax.ne(mod, _zero(mod)), lax.ne(lax.sign(y), lax.sign(mod)))
     mod = lax.select(fix, lax.add(mod, y), mod)
     div = lax.select(fix, lax.sub(div, _one(div)), div)
     return lax.round(div), mod
@@ -147,13 +159,18 @@ def _zero(x: Any) -> Any:
     return lax.convert_element_type(0, x.dtype)
 
 
+def _nonzero_divisor(y: Any) -> Any:
+    """An integer divisor with 0 replaced by 1: XLA's integer ``rem`` by 0 is not defined."""
+    return where(lax.eq(y, _zero(y)), lax.full_like(y, 1), y)
+
+
 @jit
 def remainder(x: Any, y: Any, /) -> Any:
     """x % y with the sign of the divisor, as in Python and NumPy."""
-    x, y = promote_args("remainder", x, y)
+    x, y = _promote_for_division("remainder", x, y)
+    if dtypes.issubdtype(x.dtype, np.integer):
+        y = _nonzero_divisor(y)
     rem = lax.rem(x, y)
-    if x.dtype == np.bool_:
-        return rem
     nonzero = lax.ne(rem, _zero(rem))
     fix = lax.bitwise_and(lax.ne(lax.lt(rem, _zero(rem)), lax.lt(y, _zero(y))), nonzero)
     return lax.select(fix, lax.add(rem, y), rem)
@@ -165,12 +182,21 @@ mod = remainder
 @jit
 def fmod(x: Any, y: Any, /) -> Any:
     """The C remainder: the sign of the dividend."""
-    return lax.rem(*promote_args("fmod", x, y))
+    x, y = promote_args("fmod", x, y)
+    if dtypes.issubdtype(x.dtype, np.integer):
+        y = _nonzero_divisor(y)
+    elif x.dtype == np.bool_:
+        x, y = _bools_as_ints(x, y)
+    return lax.rem(x, y)
 
 
 @jit
 def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:
-    return floor_divide(x, y), remainder(x, y)
+    """``(x // y, x % y)``; for floats both come from one remainder."""
+    x, y = _promote_for_division("divmod", x, y)
+    if dtypes.issubdtype(x.dtype, np.integer):
+        return floor_divide(x, y), remainder(x, y)
+    return _float_divmod(x, y)
 
 
 def power(x: Any, y: Any, /) -> Any:
@@ -265,9 +291,10 @@ def signbit(x: Any, /) -> Any:
     if _is_int_or_bool(x):
         return lax.lt(x, _zero(x))
     bits = x.dtype.itemsize * 8
-    as_uint = lax.bitcast_convert_type(x, np.dtype(f"uint{bits}"))
-    top = lax.shift_right_logical(as_uint, lax.convert_element_type(bits - 1, as_uint.dtype))
-    return lax.ne(top, _zero(top))
+    as_int = lax.bitcast_convert_type(x, np.dtype(f"int{bits}"))
+    # Shifting the sign bit arithmetically all the way right gives -1 or 0.
+    top = lax.shift_right_arithmetic(as_int, lax.convert_element_type(bits - 1, as_int.dtype))
+    return lax.convert_element_type(top, np.bool_)
 
 
 @jit
@@ -299,18 +326,30 @@ arctanh = _unary(lax.atanh, "arctanh", inexact=True)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 
-def _log_base(base: float, name: str) -> Callable[[Any], Any]:
-    def ufunc(x: Any, /) -> Any:
-        (x,) = promote_args_inexact(name, x)
-        return lax.div(lax.log(x), lax.log(lax.convert_element_type(base, x.dtype)))
-
-    ufunc.__name__ = ufunc.__qualname__ = name
-    ufunc.__doc__ = f"Elementwise base-{base:g} logarithm, as log(x) / log({base:g})."
-    return ufunc
+def _complex_parts(z: Any) -> tuple[Any, Any]:
+    return lax.real(z), lax.imag(z)
 
 
-log2 = _log_base(2.0, "log2")
-log10 = _log_base(10.0, "log10")
+def log2(x: Any, /) -> Any:
+    """Elementwise base-2 logarithm: log(x) / log(2) (each part of a complex log)."""
+    (x,) = promote_args_inexact("log2", x)
+    log = lax.log(x)
+    if not dtypes.issubdtype(x.dtype, np.complexfloating):
+        return lax.div(log, lax.log(lax.convert_element_type(2.0, x.dtype)))
+    parts = _complex_parts(log)
+    log_two = lax.log(lax.convert_element_type(2.0, parts[0].dtype))
+    return lax.complex(*(lax.div(part, log_two) for part in parts))
+
+
+def log10(x: Any, /) -> Any:
+    """Elementwise base-10 logarithm: log(x) times the constant 1 / log(10)."""
+    (x,) = promote_args_inexact("log10", x)
+    log = lax.log(x)
+    if not dtypes.issubdtype(x.dtype, np.complexfloating):
+        return lax.mul(log, lax.convert_element_type(1 / np.log(10), x.dtype))
+    parts = _complex_parts(log)
+    factor = lax.convert_element_type(1 / np.log(10), parts[0].dtype)
+    return lax.complex(*(lax.mul(part, factor) for part in parts))
 
 
 def square(x: Any, /) -> Any:
@@ -326,20 +365,45 @@ def hypot(x: Any, y: Any, /) -> Any:
     """sqrt(x**2 + y**2) without overflow for large x or y."""
     x, y = promote_args_inexact("hypot", x, y)
     x, y = lax.abs(x), lax.abs(y)
+    inf = lax.convert_element_type(np.inf, x.dtype, x.weak_type)
+    either_inf = lax.bitwise_or(lax.eq(x, inf), lax.eq(y, inf))  # even if the other is nan
     big, small = lax.max(x, y), lax.min(x, y)
-    safe_big = where(lax.eq(big, _zero(big)), _one(big), big)
-    ratio = lax.div(small, safe_big)
-    return where(lax.eq(big, _zero(big)), big,
-                 lax.mul(big, lax.sqrt(lax.add(_one(ratio), lax.square(ratio)))))
+    big_is_zero = lax.eq(big, _zero(big))
+    safe_big = where(lax.eq(big, _zero(big)), lax.full_like(big, 1), big)
+    out = where(big_is_zero, big,
+                lax.mul(big, lax.sqrt(lax.add(_one(big), lax.square(lax.div(small, safe_big))))))
+    return where(either_inf, inf, out)
 
 
 def logaddexp(x1: Any, x2: Any, /) -> Any:
     """log(exp(x1) + exp(x2)), computed without overflow."""
-    x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+    return _logaddexp(*promote_args_inexact("logaddexp", x1, x2))
+
+
+def _logaddexp_value(x1: Any, x2: Any) -> Any:
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
-    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),
+    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),  # nan, or inf - inf
                       lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+_logaddexp_value.__name__ = "logaddexp"  # the name jaxprs show, as in JAX
+_logaddexp = custom_jvp(_logaddexp_value)
+
+
+@_logaddexp.defjvp
+def _logaddexp_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """Each input's weight is exp(x_i - out), its share of the sum. Infinities are taken
+    as 0 first, so that logaddexp(inf, x) does not give the nan of inf - inf."""
+    (x1, x2), (t1, t2) = primals, tangents
+    out = _logaddexp(x1, x2)
+    shares = [lax.exp(lax.sub(_finite_or_zero(x), _finite_or_zero(out))) for x in (x1, x2)]
+    return out, lax.add(lax.mul(t1, shares[0]), lax.mul(t2, shares[1]))
+
+
+def _finite_or_zero(x: Any) -> Any:
+    """``x``, with +inf replaced by 0."""
+    return lax.select(lax.eq(x, lax.convert_element_type(np.inf, x.dtype)), lax.full_like(x, 0), x)
 
 
 def deg2rad(x: Any, /) -> Any:
@@ -407,10 +471,15 @@ def isinf(x: Any, /) -> Any:
     return lax.eq(lax.abs(x), lax.convert_element_type(np.inf, x.dtype))
 
 
+def _truth(x: Any) -> Any:
+    """``x != 0``; booleans are their own truth values (no comparison is recorded)."""
+    return x if x.dtype == np.bool_ else lax.ne(x, _zero(x))
+
+
 def _logical(lax_fn: Callable, name: str) -> Callable[[Any, Any], Any]:
     def ufunc(x: Any, y: Any, /) -> Any:
         check_arraylike(name, x, y)
-        x, y = (lax.ne(a, _zero(a)) for a in promote_dtypes(x, y))
+        x, y = (_truth(a) for a in promote_dtypes(x, y))
         return lax_fn(*promote_shapes(name, x, y))
 
     ufunc.__name__ = ufunc.__qualname__ = name
@@ -425,7 +494,7 @@ logical_xor = _logical(lax.bitwise_xor, "logical_xor")
 
 def logical_not(x: Any, /) -> Any:
     (x,) = promote_args("logical_not", x)
-    return lax.bitwise_not(lax.ne(x, _zero(x)))
+    return lax.bitwise_not(_truth(x))
 
 
 def invert(x: Any, /) -> Any:
@@ -455,8 +524,14 @@ def _where(condition: Any, x: Any, y: Any) -> Any:
         else condition
     x, y = promote_dtypes(x, y)
     shape = np.broadcast_shapes(np.shape(condition), np.shape(x), np.shape(y))
-    condition, x, y = (broadcast_to(a, shape) for a in (condition, x, y))
+    if np.ndim(condition):  # select_n takes a scalar condition as it is
+        condition = _broadcast_if_needed(condition, shape)
+    x, y = (_broadcast_if_needed(a, shape) for a in (x, y))
     return lax.select_n(condition, y, x)
+
+
+def _broadcast_if_needed(x: Any, shape: tuple[int, ...]) -> Any:
+    return x if np.shape(x) == shape else broadcast_to(x, shape)
 
 
 @jit

@@ -1,0 +1,491 @@
+"""Checks for chapter 06, jaxprs.
+
+Every check builds its jaxprs here, with ``jax.make_jaxpr`` on small programs, and hands them
+to the learner's function. Expected values come from NumPy formulas, from counts worked out by
+hand, or from small reference walks over the jaxpr written below (independent of the solution
+notebook); results of rewritten jaxprs are also compared by running them with minijax's own
+``eval_jaxpr``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+import minijax as jax
+import minijax.numpy as jnp
+from grader.checks import CheckFailed, Returned, brief, describe_exception, exercise, expect_close
+from minijax import core, lax
+from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, check_jaxpr, eval_jaxpr
+
+
+class Program:
+    """A program of the checks: its source (for messages), the function, example arguments."""
+
+    def __init__(self, text: str, fun: Callable[..., Any], *args: Any) -> None:
+        self.text, self.fun, self.args = text, fun, args
+
+    def closed(self) -> ClosedJaxpr:
+        return jax.make_jaxpr(self.fun)(*self.args)
+
+    def describe(self) -> str:
+        return f"the jaxpr of `{self.text}`"
+
+
+def _function(ns: Any, name: str) -> Callable[..., Any]:
+    if name not in ns:
+        raise CheckFailed(f"{name} is not defined: did you run the cell that defines it?")
+    function = ns[name]
+    if not callable(function):
+        raise CheckFailed(f"{name} should be a function, but it is of type "
+                          f"{type(function).__name__}")
+    return function
+
+
+def call_on(ns: Any, name: str, shown: str, *args: Any, where: str = "") -> Returned:
+    """Call the learner's ``name`` on ``args``, shown in messages as ``name(shown)``, followed
+    by ``where`` (what the names in ``shown`` stand for)."""
+    function = _function(ns, name)
+    text = f"{name}({shown})" + (f" {where}" if where else "")
+    try:
+        return Returned(call=text, value=function(*args))
+    except (NotImplementedError, CheckFailed):
+        raise
+    except Exception as exc:
+        raise CheckFailed(f"{text} raised {describe_exception(exc)}") from exc
+
+
+def _nested(params: dict[str, Any]) -> Iterator[Jaxpr]:
+    """The jaxprs held in an equation's params (a Jaxpr, a ClosedJaxpr, or tuples of them)."""
+    for value in params.values():
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, ClosedJaxpr):
+                yield item.jaxpr
+            elif isinstance(item, Jaxpr):
+                yield item
+
+
+# ---------------------------------------------------------------------------------------
+# The programs
+# ---------------------------------------------------------------------------------------
+
+_TABLE = np.array([10.0, 20.0, 30.0], dtype=np.float32)
+_W = np.array([[0.5, -1.0], [2.0, 0.25], [-0.5, 1.5]], dtype=np.float32)
+_B = np.array([0.1, -0.2], dtype=np.float32)
+
+
+@jax.custom_jvp
+def _log1pexp(x: Any) -> Any:
+    return jnp.log1p(jnp.exp(x))
+
+
+_log1pexp.defjvp(lambda primals, tangents: (_log1pexp(primals[0]),
+                                            tangents[0] * lax.logistic(primals[0])))
+
+
+@jax.jit
+def _step(v: Any) -> Any:
+    return jnp.sin(v) + 1.0
+
+
+@jax.jit
+def _shift(v: Any) -> Any:
+    return jnp.exp(-v * v) + _TABLE
+
+
+def _collatz_steps(n: Any) -> Any:
+    def step(state: Any) -> Any:
+        m, steps = state
+        m = lax.cond(lax.rem(m, 2) == 0, lambda k: lax.div(k, 2), lambda k: 3 * k + 1, m)
+        return m, steps + 1
+
+    return lax.while_loop(lambda state: state[0] != 1, step, (n, 0))[1]
+
+
+def _vector(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 1: count the primitives, nested jaxprs included
+# ---------------------------------------------------------------------------------------
+
+
+def _count(jaxpr: Jaxpr) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for eqn in jaxpr.eqns:
+        counts[eqn.primitive.name] += 1
+        for inner in _nested(eqn.params):
+            counts.update(_count(inner))
+    return counts
+
+
+@exercise("count_primitives", points=2)
+def check_count_primitives(ns):
+    hint = ("count every equation of the jaxpr by eqn.primitive.name, then recurse into every "
+            "jaxpr in eqn.params: a value there may be a Jaxpr, a ClosedJaxpr (use its .jaxpr) "
+            "or a tuple of them (a cond's branches); count a nested jaxpr once per equation that "
+            "carries it")
+    by_hand = Program("lambda x: lax.cond(x > 0.0, lax.sin, lax.cos, x)",
+                      lambda x: lax.cond(x > 0.0, lax.sin, lax.cos, x), 1.0)
+    cases = [
+        (Program("lambda x: jnp.sin(x) * 2.0", lambda x: jnp.sin(x) * 2.0, 1.0),
+         {"sin": 1, "mul": 1}),
+        (by_hand, {"gt": 1, "convert_element_type": 1, "cond": 1, "sin": 1, "cos": 1}),
+        (Program("lambda x: _step(_step(x))  (_step = jax.jit(lambda v: jnp.sin(v) + 1.0))",
+                 lambda x: _step(_step(x)), _vector(1.0, 2.0)),
+         {"jit": 2, "sin": 2, "add": 2}),
+        (Program("collatz_steps (a while_loop whose body holds a cond)", _collatz_steps, 27),
+         None),
+        (Program("lambda x: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * v, x)",
+                 lambda x: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * v, x), 2.0), None),
+        (Program("jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * v, x))",
+                 jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * v, x)), 2.0),
+         None),
+        (Program("lambda v, i: v.at[i].add(1.0)", lambda v, i: v.at[i].add(1.0),
+                 np.zeros(3, np.float32), 1), None),
+        (Program("log1pexp (a custom_jvp)", _log1pexp, 3.0), None),
+    ]
+    for program, expected in cases:
+        jaxpr = program.closed().jaxpr
+        reference = dict(_count(jaxpr))
+        if expected is not None:
+            assert reference == expected, (reference, expected)  # the checks' own sanity
+        got = call_on(ns, "count_primitives", program.describe(), jaxpr)
+        try:
+            counts = {name: n for name, n in dict(got.value).items() if n}
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected a dict or "
+                              f"Counter like {reference}") from None
+        if counts != reference:
+            wrong = sorted(name for name in set(counts) | set(reference)
+                           if counts.get(name, 0) != reference.get(name, 0))
+            details = ", ".join(f"{name}: {counts.get(name, 0)} instead of "
+                                f"{reference.get(name, 0)}" for name in wrong)
+            raise CheckFailed(f"{got.call} returned {counts}; expected {reference} ({details}). "
+                              f"The jaxpr is:\n{jaxpr}\n-- hint: {hint}")
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 2: captured constants as arguments
+# ---------------------------------------------------------------------------------------
+
+_OFFSETS = jnp.array([1.0, -1.0, 0.5])
+
+
+@exercise("hoist_constants", points=2)
+def check_hoist_constants(ns):
+    hint = ("closed = jax.make_jaxpr(f)(*args); return a function g(*values) that calls "
+            "eval_jaxpr(closed.jaxpr, values[:n], *values[n:]) with n = "
+            "len(closed.jaxpr.constvars), and list(closed.consts)")
+    cases = [
+        Program("lambda x: x * scale + offsets  (scale a NumPy array, offsets a minijax array)",
+                lambda x: x * _TABLE + _OFFSETS, _vector(1.0, 2.0, 3.0)),
+        Program("lambda x: jnp.tanh(x @ W + b) @ W.T  (W and b NumPy arrays)",
+                lambda x: jnp.tanh(x @ _W + _B) @ _W.T, np.ones((4, 3), np.float32)),
+        Program("lambda x: jnp.sin(x) * 2.0  (no constants)", lambda x: jnp.sin(x) * 2.0,
+                _vector(0.5, 1.5)),
+    ]
+    for program in cases:
+        closed = program.closed()
+        got = call_on(ns, "hoist_constants", "f, *args", program.fun, *program.args,
+                      where=f"for f = `{program.text}`, args = {brief(list(program.args))}")
+        pair = got.value
+        if not (isinstance(pair, tuple) and len(pair) == 2 and callable(pair[0])):
+            raise CheckFailed(f"{got.call} returned {brief(pair)}; expected a pair (g, consts) "
+                              f"with a function g -- hint: {hint}")
+        g, consts = pair
+        consts = list(consts)
+        if len(consts) != len(closed.consts):
+            raise CheckFailed(f"{got.call} returned {len(consts)} constants; the jaxpr has "
+                              f"{len(closed.consts)} constvars:\n{closed}\n-- hint: {hint}")
+        for i, (mine, theirs) in enumerate(zip(consts, closed.consts)):
+            if np.shape(mine) != np.shape(theirs) or not np.allclose(mine, theirs):
+                raise CheckFailed(f"{got.call}: constant {i} is {brief(mine)}; expected "
+                                  f"{brief(theirs)} (constvar order) -- hint: {hint}")
+        args = [np.asarray(a) for a in program.args]
+        expected = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        run = _run_g(g, "g(*consts, *args)", consts, args, got.call)
+        _expect_outputs(run, expected, hint)
+        doubled = [np.asarray(c) * 2 for c in consts]
+        run = _run_g(g, "g(*[2 * c for c in consts], *args)", doubled, args, got.call)
+        _expect_outputs(run, eval_jaxpr(closed.jaxpr, doubled, *args),
+                        "g must use the constants it is given, not the ones f captured")
+        try:
+            traced = jax.make_jaxpr(g)(*consts, *args)
+        except Exception as exc:
+            raise CheckFailed(f"jax.make_jaxpr(g)(*consts, *args) raised "
+                              f"{describe_exception(exc)} for g from {got.call}") from exc
+        if traced.jaxpr.constvars:
+            raise CheckFailed(f"g from {got.call} still captures constants: its jaxpr is\n"
+                              f"{traced}\n-- hint: {hint}")
+
+
+def _run_g(g: Callable[..., Any], shown: str, consts: list, args: list, origin: str) -> Returned:
+    text = f"{shown} with g from {origin}"
+    try:
+        return Returned(call=text, value=g(*consts, *args))
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise CheckFailed(f"{text} raised {describe_exception(exc)}") from exc
+
+
+def _expect_outputs(got: Returned, expected: list, hint: str) -> None:
+    """A list of outputs, each close to the expected one."""
+    if not isinstance(got.value, (list, tuple)) or len(got.value) != len(expected):
+        raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected a list of "
+                          f"{len(expected)} output(s), like eval_jaxpr returns -- hint: {hint}")
+    for i, (value, want) in enumerate(zip(got.value, expected)):
+        expect_close(Returned(call=f"output {i} of {got.call}", value=np.asarray(value)),
+                     np.asarray(want, dtype=np.float64), rtol=1e-5, atol=1e-6, hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 3: evaluate a jaxpr with NumPy
+# ---------------------------------------------------------------------------------------
+
+
+class _NoBinding(core.Trace):
+    """Made current while the learner's evaluate runs: binding a primitive is not allowed."""
+
+    def process_primitive(self, primitive, args, params):
+        raise CheckFailed(
+            f"evaluate bound the primitive {primitive.name} (through eval_jaxpr, jnp, lax or an "
+            "operator on a minijax array); compute with the NumPy functions in NUMPY_RULES, on "
+            "NumPy arrays (np.asarray(...) every value you read)")
+
+
+@exercise("evaluate", points=3)
+def check_evaluate(ns):
+    if "NUMPY_RULES" not in ns:
+        raise CheckFailed("NUMPY_RULES is not defined: run the cell that defines it first")
+    hint = ("keep a dict from Var to NumPy array; fill it from constvars and invars; for each "
+            "equation read its inputs (a Literal's value is np.asarray(atom.val)), then: for "
+            "cond, evaluate params['branches'][index] on the other inputs; for jit, evaluate "
+            "params['jaxpr'] (a ClosedJaxpr: its .jaxpr and .consts); otherwise call "
+            "NUMPY_RULES[name](*inputs, **eqn.params), and wrap a single result in a list")
+    x = _vector(-1.5, -0.5, 0.0, 0.5, 2.0)
+    m = np.array([[1.0, -2.0, 0.5], [0.0, 3.0, -1.0]], dtype=np.float32)
+    batch = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 1.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 3.0]],
+                     dtype=np.float32)
+    once = np.exp(-_vector(0.5, -1.0, 2.0) ** 2) + _TABLE
+    cases = [
+        (Program("lambda x: jnp.sin(x) * 2.0 + 1.0", lambda v: jnp.sin(v) * 2.0 + 1.0, x),
+         [np.sin(x) * 2 + 1]),
+        (Program("lambda x: jnp.tanh(x @ W + b)  (W and b NumPy arrays)",
+                 lambda v: jnp.tanh(v @ _W + _B), batch), [np.tanh(batch @ _W + _B)]),
+        (Program("lambda m: jnp.mean(m ** 2, axis=1)", lambda v: jnp.mean(v**2, axis=1), m),
+         [np.mean(m**2, axis=1)]),
+        (Program("lambda x: lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x)",
+                 lambda v: lax.cond(v > 0, lambda u: u * 2.0, lambda u: -u, v),
+                 np.float32(3.0)), [6.0]),
+        (Program("lambda x: lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x)",
+                 lambda v: lax.cond(v > 0, lambda u: u * 2.0, lambda u: -u, v),
+                 np.float32(-2.0)), [2.0]),
+        (Program("lambda x: jnp.where(x > 0, x, 0.1 * x)  (jnp.where is a nested jit)",
+                 lambda v: jnp.where(v > 0, v, 0.1 * v), x), [np.where(x > 0, x, 0.1 * x)]),
+        (Program("lambda x: shift(shift(x))  (shift = jax.jit(lambda v: jnp.exp(-v * v) + "
+                 "table), table a NumPy array: a constant of the jit's jaxpr)",
+                 lambda v: _shift(_shift(v)), _vector(0.5, -1.0, 2.0)),
+         [np.exp(-once * once) + _TABLE]),
+        (Program("lambda x: (x, 2.0 * x, 1.0)", lambda v: (v, 2.0 * v, 1.0), x),
+         [x, 2 * x, 1.0]),
+    ]
+    for program, expected in cases:
+        closed = program.closed()
+        consts = [np.asarray(c) for c in closed.consts]
+        args = [np.asarray(a) for a in program.args]
+        shown = f"{program.describe()}, {brief(consts)}, *{brief(args)}"
+        with core.set_current_trace(_NoBinding()):
+            got = call_on(ns, "evaluate", shown, closed.jaxpr, consts, *args)
+        if not isinstance(got.value, (list, tuple)) or len(got.value) != len(expected):
+            raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected a list of "
+                              f"{len(expected)} NumPy array(s). The jaxpr is:\n{closed}\n"
+                              f"-- hint: {hint}")
+        for i, (value, want) in enumerate(zip(got.value, expected)):
+            if not isinstance(value, (np.ndarray, np.generic)):
+                raise CheckFailed(f"output {i} of {got.call} is a {type(value).__name__}; "
+                                  f"expected a NumPy array -- hint: {hint}")
+            expect_close(Returned(call=f"output {i} of {got.call}", value=value), want, rtol=1e-5,
+                         atol=1e-6, hint=f"the jaxpr is:\n{closed}\n{hint}")
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 4: dead-code elimination
+# ---------------------------------------------------------------------------------------
+
+
+def _needed(jaxpr: Jaxpr) -> list[JaxprEqn]:
+    """The equations that compute the outputs, found backwards from them."""
+    live = {atom for atom in jaxpr.outvars if isinstance(atom, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(a for a in eqn.invars if isinstance(a, Var))
+    return kept[::-1]
+
+
+def _unused_value(x: Any) -> Any:
+    unused = jnp.cos(x)  # noqa: F841 - dead code on purpose
+    return jnp.sin(x)
+
+
+def _dead_chain(x: Any) -> Any:
+    a = jnp.exp(x)
+    b = a * 2.0
+    c = jnp.log(b)  # noqa: F841 - dead code on purpose
+    return x + 1.0
+
+
+def _interleaved(x: Any, y: Any) -> Any:
+    a = jnp.sin(x)
+    dead = jnp.cos(a) * y  # noqa: F841 - dead code on purpose
+    b = a * y
+    also_dead = jnp.exp(b) + a  # noqa: F841 - dead code on purpose
+    return b + 1.0, a
+
+
+@exercise("dce", points=3)
+def check_dce(ns):
+    hint = ("walk the equations backwards with a set of live variables, starting with the "
+            "outvars (Vars only: literals need nothing); keep an equation if any of its outvars "
+            "is live, and then add its Var inputs to the live set; return "
+            "Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept_equations_in_order)")
+    cases = [
+        Program("an unused cos: unused = jnp.cos(x); return jnp.sin(x)", _unused_value, 1.0),
+        Program("a dead chain: a = jnp.exp(x); b = a * 2.0; c = jnp.log(b); return x + 1.0",
+                _dead_chain, _vector(1.0, 2.0)),
+        Program("live and dead code interleaved (two outputs)", _interleaved, 0.5,
+                _vector(1.0, -1.0, 2.0)),
+        Program("lambda k, v: lax.sort_key_val(k, v)[1]  (one result of an equation unused)",
+                lambda k, v: lax.sort_key_val(k, v)[1], _vector(3.0, 1.0, 2.0),
+                _vector(30.0, 10.0, 20.0)),
+        Program("jax.grad(lambda x: jnp.sin(x) * x)", jax.grad(lambda x: jnp.sin(x) * x), 1.0),
+        Program("lambda x: (jnp.sin(x), x)[1]  (nothing is needed)",
+                lambda x: (jnp.sin(x), x)[1], 2.0),
+        Program("lambda x: x * offsets - 1.0  (a constvar; nothing is dead)",
+                lambda x: x * _OFFSETS - 1.0, _vector(1.0, 2.0, 3.0)),
+    ]
+    for program in cases:
+        closed = program.closed()
+        jaxpr = closed.jaxpr
+        before = list(jaxpr.eqns)
+        got = call_on(ns, "dce", program.describe(), jaxpr)
+        if list(jaxpr.eqns) != before or len(jaxpr.eqns) != len(before):
+            raise CheckFailed(f"{got.call} changed the equations of the jaxpr it was given; "
+                              "build a new Jaxpr and leave the input alone")
+        result = got.value
+        if not isinstance(result, Jaxpr):
+            raise CheckFailed(f"{got.call} returned a {type(result).__name__}; expected a Jaxpr "
+                              f"-- hint: {hint}")
+        for part in ("constvars", "invars", "outvars"):
+            if list(getattr(result, part)) != list(getattr(jaxpr, part)):
+                raise CheckFailed(f"{got.call} changed the {part}; keep them as they are (the "
+                                  f"same Var objects) -- hint: {hint}")
+        needed = _needed(jaxpr)
+        kept = list(result.eqns)
+        names = {id(e): e.primitive.name for e in jaxpr.eqns}
+        unknown = [e for e in kept if not any(e is o for o in jaxpr.eqns)]
+        if unknown:
+            raise CheckFailed(f"{got.call} returned equations that are not in the input jaxpr; "
+                              "keep the original JaxprEqn objects")
+        order = [next(i for i, o in enumerate(jaxpr.eqns) if o is e) for e in kept]
+        if order != sorted(order):
+            raise CheckFailed(f"{got.call} changed the order of the equations; keep them in "
+                              "program order")
+        if [id(e) for e in kept] != [id(e) for e in needed]:
+            extra = [names[id(e)] for e in kept if not any(e is n for n in needed)]
+            missing = [names[id(e)] for e in needed if not any(e is k for k in kept)]
+            raise CheckFailed(
+                f"{got.call} kept {len(kept)} equation(s); expected {len(needed)}: "
+                + (f"these are dead: {extra}; " if extra else "")
+                + (f"these are needed: {missing}; " if missing else "")
+                + f"the jaxpr is:\n{closed}\n-- hint: {hint}")
+        check_jaxpr(result)
+        args = [np.asarray(a) for a in program.args]
+        expected = eval_jaxpr(jaxpr, closed.consts, *args)
+        outputs = eval_jaxpr(result, closed.consts, *args)
+        for i, (value, want) in enumerate(zip(outputs, expected)):
+            expect_close(Returned(call=f"eval_jaxpr({got.call}, ...)[{i}]", value=value),
+                         np.asarray(want, np.float64), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 5: flops of loops and branches
+# ---------------------------------------------------------------------------------------
+
+
+def _cond_in_scan(v: Any) -> Any:
+    def body(total: Any, x: Any) -> Any:
+        return total + lax.cond(x > 0, lambda u: u * u, lambda u: -u, x), None
+
+    return lax.scan(body, jnp.zeros((), jnp.float32), v)[0]
+
+
+@exercise("flops", points=2)
+def check_flops(ns):
+    if "eqn_flops" not in ns:
+        raise CheckFailed("eqn_flops is not defined: run the cell that defines the cost model "
+                          "first")
+    hint = ("add up eqn_flops(eqn) over the equations, except: a scan costs params['length'] "
+            "times its body (params['jaxpr'].jaxpr); a cond costs its most expensive branch "
+            "(max over params['branches']); a jit costs its body (params['jaxpr'].jaxpr), a "
+            "custom_jvp_call its params['call_jaxpr'].jaxpr; a while raises ValueError")
+    x43 = np.ones((4, 3), np.float32)
+    w32 = np.ones((3, 2), np.float32)
+    cases = [
+        # dot_general 2 * 8 * 3 = 48, tanh 8
+        (Program("lambda x, w: jnp.tanh(x @ w)  (x: f32[4,3], w: f32[3,2])",
+                 lambda x, w: jnp.tanh(x @ w), x43, w32), 56),
+        # 5 steps of (mul 3 + add 3)
+        (Program("lambda xs: lax.scan(lambda c, x: (c * 0.5 + x, c), jnp.zeros(3), xs)  "
+                 "(xs: f32[5,3])",
+                 lambda xs: lax.scan(lambda c, x: (c * 0.5 + x, c), jnp.zeros(3), xs),
+                 np.ones((5, 3), np.float32)), 30),
+        # 4 steps of (counter add 1 + sin 10 + mul 10)
+        (Program("lambda x: lax.fori_loop(0, 4, lambda i, v: jnp.sin(v) * v, x)  (x: f32[10])",
+                 lambda x: lax.fori_loop(0, 4, lambda i, v: jnp.sin(v) * v, x),
+                 np.ones(10, np.float32)), 84),
+        # max(mul 8 + reduce_sum 8, reduce_sum 8); the comparison is no flop in the model
+        (Program("lambda p, v: lax.cond(p > 0, lambda u: jnp.sum(u * u), jnp.sum, v)  "
+                 "(v: f32[8])",
+                 lambda p, v: lax.cond(p > 0, lambda u: jnp.sum(u * u), jnp.sum, v), 1.0,
+                 np.ones(8, np.float32)), 16),
+        # two calls of a jit of (sin 5 + add 5)
+        (Program("lambda x: _step(_step(x))  (_step = jax.jit(lambda v: jnp.sin(v) + 1.0), "
+                 "x: f32[5])", lambda x: _step(_step(x)), np.ones(5, np.float32)), 20),
+        # exp 6 + log1p 6
+        (Program("log1pexp (a custom_jvp), x: f32[6]", _log1pexp, np.ones(6, np.float32)), 12),
+        # 6 steps of (add 1 + max(mul 1, neg 1))
+        (Program("a scan over f32[6] whose body adds lax.cond(x > 0, u * u, -u)", _cond_in_scan,
+                 np.ones(6, np.float32)), 12),
+    ]
+    for program, expected in cases:
+        jaxpr = program.closed().jaxpr
+        got = call_on(ns, "flops", program.describe(), jaxpr)
+        if not isinstance(got.value, (int, np.integer)) or isinstance(got.value, bool):
+            raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected the integer "
+                              f"{expected} -- hint: {hint}")
+        if got.value != expected:
+            raise CheckFailed(f"{got.call} returned {got.value}; expected {expected}. The jaxpr "
+                              f"is:\n{jaxpr}\n-- hint: {hint}")
+    program = Program("lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x)",
+                      lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x), 1.0)
+    function = _function(ns, "flops")
+    text = f"flops({program.describe()})"
+    try:
+        value = function(program.closed().jaxpr)
+    except ValueError:
+        return
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise CheckFailed(f"{text} raised {describe_exception(exc)}; expected a ValueError "
+                          "(a while loop's trip count is unknown)") from exc
+    raise CheckFailed(f"{text} returned {brief(value)}; expected a ValueError: a while loop's "
+                      "trip count is only known when it runs")
