@@ -7,7 +7,7 @@ Use it the way you would use JAX::
     from minijax import lax
 """
 
-from minijax import debug, errors, lax, numpy, test_util, tree_util
+from minijax import debug, errors, lax, numpy, scipy, test_util, tree_util
 from minijax.api import ShapeDtypeStruct, make_jaxpr
 from minijax.array import Array
 from minijax.autodiff import (
@@ -65,5 +65,6 @@ __all__ = [
     "make_jaxpr",
     "numpy",
     "numpy_dtype_promotion",
+    "scipy",
     "tree_util",
 ]

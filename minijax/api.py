@@ -4,6 +4,10 @@
 on tracers that stand for the arguments' *types* (shape, dtype, weak type), never their
 values, and prints what was recorded. Arguments may be pytrees; their leaves may be
 arrays, Python or NumPy scalars and arrays, or :class:`ShapeDtypeStruct` descriptions.
+
+The tracing is ``jit``'s, cache included, as in JAX: asking again for the jaxpr of the
+same function at the same argument types (or calling ``jit(f)`` on them afterwards) does
+not run ``f`` again.
 """
 
 from __future__ import annotations
@@ -12,10 +16,9 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from minijax.lax.control_flow.common import DebugInfo, argument_names, trace_function
+from minijax.compiler.jit import jit
+from minijax.jaxpr import ClosedJaxpr, Jaxpr
 from minijax.shape_dtype import ShapeDtypeStruct
-from minijax.shape_dtype import abstractify as _abstractify
-from minijax.tree_util import tree_map
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
@@ -24,32 +27,31 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     (with ``return_shape=True``, also the output's types as ``ShapeDtypeStruct`` s).
 
     Arguments at ``static_argnums`` are not traced: ``fun`` receives them as they are.
+    The trace is the one ``jit(fun)`` makes (and caches) for these arguments.
     """
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
+    jitted = jit(fun, static_argnums=static_argnums)
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
-        static = {i % len(args) for i in static_argnums if -len(args) <= i < len(args)}
-        dynamic = [a for i, a in enumerate(args) if i not in static]
-
-        def dynamic_fun(*dynamic_args: Any, **keyword_args: Any) -> Any:
-            filled = iter(dynamic_args)
-            full = [a if i in static else next(filled) for i, a in enumerate(args)]
-            return fun(*full, **keyword_args)
-
-        names = argument_names(fun, args, kwargs, static)
-        leaf_names = iter(names)
-        avals = tree_map(lambda x: _abstractify(x, fun, next(leaf_names, "")), (dynamic, kwargs))
-        closed, out_tree = trace_function(dynamic_fun, tuple(avals[0]),
-                                          DebugInfo("jit", fun, names), avals[1])
+        entry, _, captured_tracers = jitted._entry(args, kwargs)
+        closed = _as_constvars(entry.params["jaxpr"], captured_tracers)
         if not return_shape:
             return closed
         shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                   for a in closed.out_avals]
-        return closed, out_tree.unflatten(shapes)
+        return closed, entry.out_tree.unflatten(shapes)
 
     return make_jaxpr_f
+
+
+def _as_constvars(closed: ClosedJaxpr, tracers: Sequence[Any]) -> ClosedJaxpr:
+    """``jit`` passes the tracers of an enclosing trace that ``fun`` captured as leading
+    inputs; ``make_jaxpr`` shows them as what they are, captured constants."""
+    if not tracers:
+        return closed
+    j, n = closed.jaxpr, len(tracers)
+    jaxpr = Jaxpr([*j.invars[:n], *j.constvars], j.invars[n:], j.outvars, j.eqns)
+    return ClosedJaxpr(jaxpr, [*tracers, *closed.consts])
 
 
 __all__ = ["ShapeDtypeStruct", "make_jaxpr"]

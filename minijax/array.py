@@ -72,7 +72,7 @@ class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tra
         """The NumPy value, once the device has computed it (raises if it failed)."""
         if self._value is None:
             if self._error is None:
-                self._device.synchronize()
+                self._device.run_jobs(until=self)
             if self._error is not None:
                 raise errors.JaxRuntimeError(
                     f"the computation of this {self.aval.str_long()} array failed: "

@@ -25,7 +25,7 @@ from minijax.array import Array
 from minijax.core import ShapedArray, Tracer
 from minijax.interpreters import ad, control_flow_ad, jit_ad, jvp_rules, transpose_rules  # noqa: F401
 from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangent_aval
-from minijax.interpreters.partial_eval import PartialEvalTrace
+from minijax.interpreters.partial_eval import PartialEvalTrace, without_dead_code
 from minijax.interpreters.transpose import backward_pass
 from minijax.jaxpr import ClosedJaxpr
 from minijax.runtime import host_to_array, put_numpy
@@ -176,7 +176,7 @@ def linearize_flat(fun: Callable[..., list[Any]], primals: Sequence[Any]) -> Lin
         out_mask = [is_differentiable(core.get_aval(p)) for p in primals_out]
         with core.set_current_trace(parent):
             tangents_out = [instantiate(t) for t, d in zip(tangents_out, out_mask) if d]
-        jaxpr = pe.to_jaxpr(tangents_out)
+        jaxpr = without_dead_code(pe.to_jaxpr(tangents_out))
     finally:
         pe.invalidate()
     return Linearization(primals_out, jaxpr, in_mask, out_mask, avals)

@@ -199,12 +199,14 @@ class Trace:
 
     tracing_context: errors.TracingContext | None = None
     # NumPy arrays converted while this trace was current: id -> (array, Array). Only
-    # traces that record programs keep one (see runtime.host_to_array).
+    # traces that record programs keep one (see runtime.host_to_array); a trace nested in
+    # another shares its tables, so a NumPy array is one constant throughout.
     host_constants: dict[int, tuple[Any, Any]] | None = None
-    # Python numbers turned into arrays of their own default dtype while this trace was
-    # current: id(array) -> (array, number). Jaxprs print the number as written (0.1),
-    # not as its float32 value (0.10000000149011612), as JAX does.
-    python_scalars: dict[int, tuple[Any, Any]] | None = None
+    # 0-d arrays made from host values (Python and NumPy scalars) while this trace was
+    # current: id(array) -> (array, the Python number as written, or None). Jaxprs write
+    # them inline as literals, a Python number as written (0.1, not 0.10000000149011612);
+    # a captured jax Array is a constvar whatever its shape, as in JAX.
+    host_scalars: dict[int, tuple[Any, Any]] | None = None
 
     def __init__(self) -> None:
         self.is_valid = True
@@ -232,11 +234,19 @@ def install_eval_trace(trace: Trace) -> None:
     eval_trace = trace
 
 
-def note_python_scalar(array: Any, value: Any) -> None:
-    """Tell a recording trace that ``array`` holds the Python number ``value`` unchanged."""
-    scalars = current_trace().python_scalars
+def note_host_scalar(array: Any, written: Any = None) -> None:
+    """Tell a recording trace that the 0-d ``array`` was made from a host scalar (the
+    Python number ``written``, if it holds that number unchanged)."""
+    scalars = current_trace().host_scalars
     if scalars is not None:
-        scalars[id(array)] = (array, value)
+        scalars[id(array)] = (array, written)
+
+
+def is_host_scalar(array: Any) -> bool:
+    """Was ``array`` made from a host scalar while the current trace was recording?"""
+    scalars = current_trace().host_scalars
+    entry = None if scalars is None else scalars.get(id(array))
+    return entry is not None and entry[0] is array
 
 
 def current_trace() -> Trace:

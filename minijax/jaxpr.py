@@ -54,18 +54,25 @@ class Var:
 class Literal:
     """A scalar constant written inline in an equation, e.g. ``2.0:f32[]``.
 
-    ``value`` is the constant (an Array). ``written`` is the Python number it was made
-    from when it kept that number's default dtype: JAX prints what the user wrote, so
-    ``x * 0.1`` shows ``0.1:f32[]``, while ``x * np.float32(0.1)`` shows the float32
-    value, ``0.10000000149011612:f32[]``.
+    ``value`` is the constant (an Array made of a host scalar). ``written`` is the Python
+    number it was made from when it kept that number's default dtype: JAX prints what the
+    user wrote, so ``x * 0.1`` shows ``0.1:f32[]``, while ``x * np.float32(0.1)`` shows
+    the float32 value, ``0.10000000149011612:f32[]``.
     """
 
-    __slots__ = ("value", "aval", "written")
+    __slots__ = ("_value", "aval", "written")
 
     def __init__(self, value: Any, aval: ShapedArray, written: Any = None) -> None:
-        self.value = value
+        self._value = value
         self.aval = aval
         self.written = written
+
+    @property
+    def value(self) -> Any:
+        """The constant. Reading it tells the current trace that it is a host scalar, so
+        that a jaxpr evaluated under a trace records its literals as literals again."""
+        core.note_host_scalar(self._value, self.written)
+        return self._value
 
     @property
     def val(self) -> Any:

@@ -8,9 +8,10 @@ The worker computes jobs in order with NumPy and fills in the values. Python kee
 running ahead of the device, exactly as with JAX on a GPU: that is asynchronous
 dispatch (非同步派遣).
 
-Waiting is cheap to express because the queue is FIFO: to wait for any array on a
-device, put a marker (a ``threading.Event``) on that device's queue and wait until the
-worker reaches it; everything queued before it is then done.
+Waiting for a value does not mean sleeping until the worker has computed it: the
+waiting thread runs the queued jobs itself, in order, up to the one it needs (handing
+work between threads costs far more than a small job). Either way, a device runs one job
+at a time, in the order they were queued.
 
 Devices are CPU devices; their number comes from
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` as in JAX (default 1).
@@ -18,6 +19,8 @@ Devices are CPU devices; their number comes from
 
 from __future__ import annotations
 
+import collections
+import contextvars
 import os
 import queue
 import re
@@ -37,7 +40,14 @@ from minijax.core import Primitive, ShapedArray, Trace, Tracer
 
 
 class Device:
-    """A CPU device with its own queue of pending computations and a worker thread."""
+    """A CPU device: a first-in, first-out queue of jobs, run one at a time and in order.
+
+    The device's worker thread runs the jobs nobody is waiting for. A thread that needs a
+    value now (``Array._wait``) does not sleep until the worker gets there: it runs the
+    queued jobs itself, in order, up to the one it waits for -- waking another thread
+    costs tens of microseconds, far more than a small job. Whichever thread runs a job
+    holds the device's lock meanwhile, so jobs never overlap and never change order.
+    """
 
     platform = "cpu"
     device_kind = "cpu"
@@ -45,31 +55,43 @@ class Device:
 
     def __init__(self, id: int) -> None:
         self.id = id
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._worker: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._jobs: collections.deque[tuple] = collections.deque()  # queued, not started
+        self._running = threading.Lock()  # held by the thread that is running a job
+        self._wakeup: queue.SimpleQueue = queue.SimpleQueue()  # the idle worker waits here
+        self._worker_called = False  # a wake-up call is pending: no need for another
+        # Jobs run in this context, whichever thread runs them: NumPy's warnings are off
+        # there, as JAX computes ``1/0`` or ``log(-1)`` without warning.
+        self._context = contextvars.Context()
+        self._context.run(np.seterr, all="ignore")
+        threading.Thread(target=_work, args=(self,), name=f"minijax-{self}", daemon=True).start()
 
     def enqueue(self, job: tuple) -> None:
-        if self._worker is None:
-            self._start_worker()
-        self._queue.put(job)
+        """Queue ``job``, a tuple (primitive, input Arrays, params, output Arrays)."""
+        self._jobs.append(job)
+        if not self._worker_called:
+            self._worker_called = True
+            self._wakeup.put(None)
+
+    def run_jobs(self, until: Array | None = None) -> None:
+        """Run queued jobs on this thread, in order: until the array ``until`` is computed,
+        or, without ``until``, until the queue is empty."""
+        while until is None or not until.is_ready():
+            # A timeout rather than waiting for the lock for ever: this thread may hold
+            # another device's lock (running a job that needs a value from here) while
+            # this device's job waits for that device (a deadlock), but then the value it
+            # needs is done meanwhile.
+            if not self._running.acquire(True, _RECHECK_SECONDS):
+                continue
+            try:
+                if not self._jobs:
+                    return
+                self._context.run(_run, *self._jobs.popleft())
+            finally:
+                self._running.release()
 
     def synchronize(self) -> None:
         """Return once every job queued so far on this device has finished."""
-        if self._worker is None:
-            return
-        marker = threading.Event()
-        self._queue.put(marker)
-        marker.wait()
-
-    def _start_worker(self) -> None:
-        with self._lock:
-            if self._worker is None:
-                worker = threading.Thread(
-                    target=_work, args=(self._queue,), name=f"minijax-{self}", daemon=True
-                )
-                worker.start()
-                self._worker = worker
+        self.run_jobs()
 
     def __repr__(self) -> str:
         return f"CpuDevice(id={self.id})"
@@ -78,16 +100,15 @@ class Device:
         return f"cpu:{self.id}"
 
 
-def _work(jobs: queue.SimpleQueue) -> None:
-    """A device's worker: run jobs forever, in order. NumPy warnings are silenced here,
-    as JAX computes ``1/0`` or ``log(-1)`` without warning."""
-    np.seterr(all="ignore")
+_RECHECK_SECONDS = 0.005
+
+
+def _work(device: Device) -> None:
+    """A device's worker thread: sleep until jobs are queued, then run them all."""
     while True:
-        job = jobs.get()
-        if type(job) is threading.Event:
-            job.set()
-        else:
-            _run(*job)
+        device._wakeup.get()
+        device._worker_called = False
+        device.run_jobs()
 
 
 def _input_values(args: Sequence[Array]) -> list[np.ndarray]:
@@ -193,17 +214,18 @@ def host_to_array(x: Any) -> Array:
     if isinstance(x, Array):
         return x
     if type(x) is np.ndarray:
-        return _host_array_constant(x)
-    dtype = dtypes.dtype(x)
-    try:
-        value = np.asarray(x, dtype=dtype)
-    except OverflowError:
-        if type(x) is not int:
-            raise
-        raise OverflowError(f"Python int {x} too large to convert to {dtype}") from None
-    array = put_numpy(value, weak_type=dtypes.is_weakly_typed(x))
-    if type(x) in (bool, int, float, complex):
-        core.note_python_scalar(array, x)
+        array = _host_array_constant(x)
+    else:
+        dtype = dtypes.dtype(x)
+        try:
+            value = np.asarray(x, dtype=dtype)
+        except OverflowError:
+            if type(x) is not int:
+                raise
+            raise OverflowError(f"Python int {x} too large to convert to {dtype}") from None
+        array = put_numpy(value, weak_type=dtypes.is_weakly_typed(x))
+    if not array.ndim:  # a host scalar: a literal in jaxprs (a Python number as written)
+        core.note_host_scalar(array, x if type(x) in (bool, int, float, complex) else None)
     return array
 
 

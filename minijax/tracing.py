@@ -6,10 +6,11 @@ function on such tracers and what is left at the end is a jaxpr of everything it
 with its inputs, whatever Python control flow it took to get there.
 
 Values that enter the trace from outside (arrays captured from Python, or tracers of an
-*enclosing* transformation) become constants: scalars are written inline as literals,
-everything else becomes a *constvar*, an extra input whose value travels beside the
-jaxpr (:class:`~minijax.jaxpr.ClosedJaxpr`). That is how a ``cond`` branch that closes
-over an outer tracer still works: the tracer is passed to ``cond`` as an operand.
+*enclosing* transformation) become constants: Python and NumPy scalars are written inline
+as literals, everything else (a jax Array too, even a 0-d one) becomes a *constvar*, an
+extra input whose value travels beside the jaxpr (:class:`~minijax.jaxpr.ClosedJaxpr`).
+That is how a ``cond`` branch that closes over an outer tracer still works: the tracer is
+passed to ``cond`` as an operand.
 
 Each equation also remembers the line of user code that recorded it
 (:class:`SourceInfo`), so that error messages can point at it.
@@ -143,8 +144,9 @@ class JaxprTrace(Trace):
         self.eqns: list[JaxprEqn] = []
         self.constvars: dict[int, Var] = {}  # id(captured value) -> its constvar
         self.consts: list[Any] = []  # the captured values, in constvar order
-        self.host_constants = {}
-        self.python_scalars = {}
+        outer = core.current_trace()  # a nested trace (a cond's branch) shares its tables
+        self.host_constants = {} if outer.host_constants is None else outer.host_constants
+        self.host_scalars = {} if outer.host_scalars is None else outer.host_scalars
 
     def new_arg(self, aval: ShapedArray) -> JaxprTracer:
         var = Var(aval)
@@ -158,14 +160,16 @@ class JaxprTrace(Trace):
         if isinstance(x, Tracer):
             core.check_valid_tracer(x)
             return self._constvar(x)
-        if type(x) in (bool, int, float, complex):
+        if not isinstance(x, Array):  # a Python or NumPy value
             array = runtime.host_to_array(x)
-            return Literal(array, array.aval, x)
-        x = runtime.host_to_array(x) if not isinstance(x, Array) else x
-        if x.ndim == 0:
-            written = self.python_scalars.get(id(x))
-            return Literal(x, x.aval, written[1] if written and written[0] is x else None)
-        return self._constvar(x)
+            if array.ndim:
+                return self._constvar(array)
+            written = x if type(x) in (bool, int, float, complex) else None
+            return Literal(array, array.aval, written)
+        written = self.host_scalars.get(id(x))
+        if written is not None and written[0] is x:  # made of a host scalar while tracing
+            return Literal(x, x.aval, written[1])
+        return self._constvar(x)  # a jax Array, whatever its shape
 
     def _constvar(self, x: Any) -> Var:
         var = self.constvars.get(id(x))

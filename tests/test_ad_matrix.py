@@ -26,6 +26,7 @@ NONLINEAR = (
     "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos",
     "cosh", "exp", "exp2", "expm1", "integer_pow", "log", "log1p", "logistic", "max", "min",
     "pow", "rem", "rsqrt", "sin", "sinh", "sqrt", "square", "tan", "tanh", "clamp",
+    "erf", "erfc", "erf_inv", "lgamma", "cumlogsumexp",
     # reductions and scans whose tangents are computed by mul/select/scatter-add/... :
     "reduce_max", "reduce_min", "reduce_prod", "cummax", "cummin", "cumprod",
     "scatter-max", "scatter-min",
@@ -39,7 +40,7 @@ ZERO_DERIVATIVE = (
     "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "shift_left",
     "shift_right_arithmetic", "shift_right_logical", "population_count",
     "bitcast_convert_type", "is_finite", "sign", "floor", "ceil", "round", "iota",
-    "argmax", "argmin", "reduce_and", "reduce_or", "reduce_xor",
+    "argmax", "argmin", "reduce_and", "reduce_or", "reduce_xor", "clz",
 )
 
 DELIBERATE_GAPS: dict[tuple[str, str], str] = {
@@ -50,6 +51,9 @@ DELIBERATE_GAPS: dict[tuple[str, str], str] = {
     # NotImplementedError("Differentiation rule for 'nextafter' not implemented").
     ("nextafter", "jvp"): "no derivative in JAX",
     ("nextafter", "transpose"): "no derivative in JAX",
+    # digamma's derivative is polygamma(1, x), a primitive minijax does not have yet.
+    ("digamma", "jvp"): "needs polygamma (not in minijax)",
+    ("digamma", "transpose"): "not linear in any input",
 }
 
 # The rules of control flow live in minijax/interpreters/control_flow_ad.py (written

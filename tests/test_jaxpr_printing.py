@@ -100,6 +100,9 @@ PROGRAMS = {
     "complex_literal": lambda n, x: x * (1 + 2j),
     "int_literals": lambda n, x: x.astype(n.jnp.int8) * 2 + np.uint8(3),
     "literal_outputs": lambda n, x: (x, 1, 2.0, True),
+    "captured_scalars": lambda n, x: (x * n.jnp.asarray(3.0) + np.float32(4.0)
+                                      + np.array(5.0, F32)),
+    "scalar_made_while_tracing": lambda n, x: x * n.jnp.float32(2.0),
     # structure
     "constvars": lambda n, x: x * W + np.ones(3, F32),
     "unused_results": lambda n, x: (x * 3, x)[1],
@@ -110,6 +113,13 @@ PROGRAMS = {
     "fori_loop": lambda n, x: n.lax.fori_loop(0, 3, lambda i, c: c + i, x),
     "scan": lambda n, x: n.lax.scan(lambda c, y: (c + y, c * y), x, W),
     "debug_print": _debug_print,
+    "cond_capturing_one_array_twice": lambda n, x: n.lax.cond(
+        x > 0, lambda v: v * W, lambda v: v + W, x),
+    # transformations
+    "grad_of_relu": lambda n, x: n.jax.grad(lambda v: n.jnp.maximum(v, 0.0))(x),
+    "grad_of_a_sum": lambda n, x: n.jax.grad(lambda v: n.jnp.sum(v * W))(x),
+    "grad_of_max": lambda n, x: n.jax.grad(lambda v: n.jnp.max(v * X))(x),
+    "grad_through_jit": lambda n, x: n.jax.grad(n.jax.jit(lambda v: n.jnp.sin(v) * 2))(x),
     # jnp functions that JAX wraps in jit
     "jnp_where": lambda n, x: n.jnp.where(x > 0, x, 0.0),
     "jnp_clip": lambda n, x: n.jnp.clip(x, 0.0, 1.0),

@@ -200,3 +200,27 @@ def test_non_array_argument_raises_type_error(args):
     with pytest.raises(TypeError) as got:
         minijax.make_jaxpr(f)(*args)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("calls", [("make_jaxpr", "make_jaxpr"), ("make_jaxpr", "jit"),
+                                   ("jit", "make_jaxpr"), ("make_jaxpr", "make_jaxpr_f64")])
+def test_make_jaxpr_shares_the_jit_trace_cache(calls):
+    """As in JAX, asking again (or calling ``jit``) at the same types does not trace again;
+    other types do."""
+    counts = []
+    for library in (jax, minijax):
+        traced = []
+
+        def f(x, traced=traced):
+            traced.append(x)
+            return x * 2
+
+        for call in calls:
+            if call == "jit":
+                library.jit(f)(1.0)
+            elif call == "make_jaxpr":
+                library.make_jaxpr(f)(1.0)
+            else:
+                library.make_jaxpr(f)(np.ones(2, np.float32))
+        counts.append(len(traced))
+    assert counts[1] == counts[0]

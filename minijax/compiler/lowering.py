@@ -480,16 +480,33 @@ _ELEMENTWISE = {
     lax.population_count_p: "stablehlo.popcnt", lax.abs_p: "stablehlo.abs",
     lax.add_p: "stablehlo.add", lax.sub_p: "stablehlo.subtract",
     lax.mul_p: "stablehlo.multiply", lax.div_p: "stablehlo.divide",
-    lax.rem_p: "stablehlo.remainder", lax.pow_p: "stablehlo.power",
+    lax.rem_p: "stablehlo.remainder",
     lax.atan2_p: "stablehlo.atan2", lax.nextafter_p: "chlo.next_after",
     lax.complex_p: "stablehlo.complex", lax.and_p: "stablehlo.and", lax.or_p: "stablehlo.or",
     lax.xor_p: "stablehlo.xor", lax.shift_left_p: "stablehlo.shift_left",
     lax.shift_right_logical_p: "stablehlo.shift_right_logical",
     lax.shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
     lax.clamp_p: "stablehlo.clamp", lax.bitcast_convert_type_p: "stablehlo.bitcast_convert",
+    lax.clz_p: "stablehlo.count_leading_zeros", lax.erf_p: "chlo.erf", lax.erfc_p: "chlo.erfc",
+    lax.erf_inv_p: "chlo.erf_inv", lax.lgamma_p: "chlo.lgamma", lax.digamma_p: "chlo.digamma",
 }
 for _prim, _name in _ELEMENTWISE.items():
     lowering_rules[_prim] = _nary(_name)
+
+
+@register(lax.pow_p)
+def _pow(ctx: RuleContext, x: Value, y: Value) -> Value:
+    """An integer exponent is converted to the base's dtype first."""
+    if y.type.dtype != x.type.dtype:
+        y = ctx.b.convert(y, x.type.dtype)
+    return _nary("stablehlo.power")(ctx, x, y)
+
+
+@register(lax.reduce_precision_p)
+def _reduce_precision(ctx: RuleContext, x: Value, *, exponent_bits: int, mantissa_bits: int
+                      ) -> Value:
+    return ctx.b.emit("stablehlo.reduce_precision", x,
+                      format=f"e{exponent_bits}m{mantissa_bits}")
 
 
 @register(lax.sign_p)
@@ -966,10 +983,14 @@ lowering_rules[lax.argmax_p] = _argminmax("GT", _lowest)
 lowering_rules[lax.argmin_p] = _argminmax("LT", _highest)
 
 
-def _cumulative(name: str, op_name: str, identity: Callable[[np.dtype], Any],
-                broadcast_init: bool = True) -> Callable[..., Value]:
+def _cumulative(name: str, op_name: str | None, identity: Callable[[np.dtype], Any],
+                broadcast_init: bool = True, body: Callable | None = None
+                ) -> Callable[..., Value]:
     """A private function holding a ``reduce_window`` whose window spans the whole axis,
-    padded so that output ``i`` reduces elements ``0..i`` (or ``i..n-1`` if reversed)."""
+    padded so that output ``i`` reduces elements ``0..i`` (or ``i..n-1`` if reversed).
+    The window combines elements with ``op_name``, or with ``body(builder, [a, b])``."""
+    if body is None:
+        body = lambda r, a: [r.emit(op_name, *a)]
 
     def rule(ctx: RuleContext, x: Value, *, axis: int, reverse: bool) -> Value:
         def build(b: Builder, args: list[Value]) -> list[Value]:
@@ -992,8 +1013,7 @@ def _cumulative(name: str, op_name: str, identity: Callable[[np.dtype], Any],
                      "window_dilations": ones,
                      "window_dimensions": DenseArray("i64", tuple(window)),
                      "window_strides": ones}
-            region = _region(b, [scalar, scalar],
-                             lambda r, a: [r.emit(op_name, *a)])
+            region = _region(b, [scalar, scalar], body)
             return b.op("stablehlo.reduce_window", [operand, init], [operand.type], attrs,
                         [region]).results
 
@@ -1008,6 +1028,23 @@ lowering_rules[lax.cumprod_p] = _cumulative("cumprod", "stablehlo.multiply", lam
                                             broadcast_init=False)
 lowering_rules[lax.cummax_p] = _cumulative("cummax", "stablehlo.maximum", _lowest)
 lowering_rules[lax.cummin_p] = _cumulative("cummin", "stablehlo.minimum", _highest)
+
+
+def _logaddexp_body(r: Builder, args: list[Value]) -> list[Value]:
+    """log(exp(a) + exp(b)) = max(a, b) + log1p(exp(-|a - b|)); a + b where a - b is NaN."""
+    a, b = args
+    big = r.emit("stablehlo.maximum", a, b)
+    delta = r.emit("stablehlo.subtract", a, b)
+    is_nan = r.compare(delta, delta, "NE")
+    nan_case = r.emit("stablehlo.add", a, b)
+    small = r.emit("stablehlo.exponential", r.emit("stablehlo.negate",
+                                                   r.emit("stablehlo.abs", delta)))
+    total = r.emit("stablehlo.add", big, r.emit("stablehlo.log_plus_one", small))
+    return [r.select(is_nan, nan_case, total)]
+
+
+lowering_rules[lax.cumlogsumexp_p] = _cumulative("cumlogsumexp", None, _lowest,
+                                                 broadcast_init=False, body=_logaddexp_body)
 
 
 # ---------------------------------------------------------------------------------------

@@ -63,7 +63,10 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "k_gather": lax.gather_p.impl, "k_sort": lax.sort_p.impl, "k_top_k": lax.top_k_p.impl,
     "k_dot_general": lax.dot_general_p.impl, "k_scatter": lax_slicing._scatter_kernel,
     "k_triangular_solve": lax_linalg.triangular_solve_p.impl, "k_lu": lax_linalg.lu_p.impl,
-    "k_cholesky": lax_linalg.cholesky_p.impl,
+    "k_cholesky": lax_linalg.cholesky_p.impl, "k_atan2": lax.atan2_p.impl,
+    "k_clz": lax.clz_p.impl, "k_erf": lax.erf_p.impl, "k_erfc": lax.erfc_p.impl,
+    "k_erf_inv": lax.erf_inv_p.impl, "k_lgamma": lax.lgamma_p.impl,
+    "k_digamma": lax.digamma_p.impl, "k_reduce_precision": lax.reduce_precision_p.impl,
 }
 
 
@@ -271,7 +274,7 @@ _UFUNCS: dict[str, tuple[str, str | None, str]] = {
     "stablehlo.divide": ("divide", "k_div", "iu"),
     "stablehlo.remainder": ("fmod", "k_rem", "iu"), "stablehlo.power": ("power", None, ""),
     "stablehlo.maximum": ("maximum", None, ""), "stablehlo.minimum": ("minimum", None, ""),
-    "stablehlo.atan2": ("arctan2", None, ""), "chlo.next_after": ("nextafter", None, ""),
+    "stablehlo.atan2": ("arctan2", "k_atan2", "c"), "chlo.next_after": ("nextafter", None, ""),
     "stablehlo.and": ("bitwise_and", None, ""), "stablehlo.or": ("bitwise_or", None, ""),
     "stablehlo.xor": ("bitwise_xor", None, ""), "stablehlo.not": ("invert", None, ""),
     "stablehlo.negate": ("negative", None, ""), "stablehlo.abs": ("absolute", None, ""),
@@ -295,6 +298,9 @@ _UFUNCS: dict[str, tuple[str, str | None, str]] = {
     "stablehlo.shift_right_logical": ("", "k_shift_right_logical", ""),
     "stablehlo.shift_right_arithmetic": ("", "k_shift_right_arithmetic", ""),
     "stablehlo.complex": ("", "k_complex", ""),
+    "stablehlo.count_leading_zeros": ("", "k_clz", ""), "chlo.erf": ("", "k_erf", ""),
+    "chlo.erfc": ("", "k_erfc", ""), "chlo.erf_inv": ("", "k_erf_inv", ""),
+    "chlo.lgamma": ("", "k_lgamma", ""), "chlo.digamma": ("", "k_digamma", ""),
 }
 _COMPARE = {"EQ": "equal", "NE": "not_equal", "LT": "less", "LE": "less_equal",
             "GT": "greater", "GE": "greater_equal"}
@@ -345,6 +351,10 @@ def elementwise_expr(op: Op, args: Sequence[str]) -> str:
         return f"{args[0]}.view({dtype_name(out.dtype)})"
     if name in ("stablehlo.real", "stablehlo.imag"):
         return f"np.{name.split('.')[1]}({args[0]})"
+    if name == "stablehlo.reduce_precision":
+        exponent_bits, mantissa_bits = op.attrs["format"][1:].split("m")
+        return (f"k_reduce_precision({args[0]}, exponent_bits={exponent_bits}, "
+                f"mantissa_bits={mantissa_bits})")
     return ufunc_call(op, args)[0]
 
 

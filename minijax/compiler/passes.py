@@ -50,7 +50,9 @@ ELEMENTWISE = {
     "stablehlo.shift_right_logical", "stablehlo.sign", "stablehlo.sine", "stablehlo.sqrt",
     "stablehlo.subtract", "stablehlo.tan", "stablehlo.tanh", "stablehlo.xor", "chlo.acos",
     "chlo.acosh", "chlo.asin", "chlo.asinh", "chlo.atan", "chlo.atanh", "chlo.cosh",
-    "chlo.next_after", "chlo.sinh", "chlo.square",
+    "chlo.next_after", "chlo.sinh", "chlo.square", "chlo.erf", "chlo.erfc", "chlo.erf_inv",
+    "chlo.lgamma", "chlo.digamma", "stablehlo.count_leading_zeros",
+    "stablehlo.reduce_precision",
 }
 
 

@@ -537,6 +537,7 @@ class OpSyntax(NamedTuple):
 _SAME = OpSyntax()
 _ELEMENTWISE_OPS = (
     "abs", "add", "and", "atan2", "bitcast_convert", "cbrt", "ceil", "clamp", "convert",
+    "count_leading_zeros",
     "cosine", "divide", "exponential", "exponential_minus_one", "floor", "imag", "is_finite",
     "log", "log_plus_one", "logistic", "maximum", "minimum", "multiply", "negate", "not", "or",
     "popcnt", "power", "real", "remainder", "round_nearest_afz", "round_nearest_even",
@@ -544,12 +545,13 @@ _ELEMENTWISE_OPS = (
     "sqrt", "subtract", "tan", "tanh", "xor",
 )
 _CHLO_OPS = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "next_after", "sinh",
-             "square")
+             "square", "erf", "erfc", "erf_inv", "lgamma", "digamma")
 OP_SYNTAX: dict[str, OpSyntax] = {
     **{f"stablehlo.{name}": _SAME for name in _ELEMENTWISE_OPS},
     **{f"chlo.{name}": OpSyntax("chlo") for name in _CHLO_OPS},
     "stablehlo.complex": OpSyntax("result"),
     "stablehlo.reverse": OpSyntax("same", ("dims",)),
+    "stablehlo.reduce_precision": OpSyntax("same", ("format",)),
     "stablehlo.broadcast_in_dim": OpSyntax("functional", ("dims",)),
     "stablehlo.transpose": OpSyntax("functional", ("dims",)),
     "stablehlo.reshape": OpSyntax("functional"),
@@ -985,7 +987,9 @@ class Parser:
         return self.text[start:self.peek(-1).pos + 1]
 
     def keyword_value(self) -> Any:
-        """``[1, 2]``, ``[0] x [1]``, ``[DEFAULT, DEFAULT]`` or ``3``."""
+        """``[1, 2]``, ``[0] x [1]``, ``[DEFAULT, DEFAULT]``, ``3`` or a word (``e5m10``)."""
+        if self.peek().kind == "ident":
+            return self.next().text
         if self.at("["):
             if self.peek(1).kind == "ident":
                 self.next()

@@ -139,6 +139,10 @@ class JVPTrace(Trace):
         self.parent = parent
         self.rule_trace = rule_trace
         self.tracing_context = parent.tracing_context
+        # constants made while this trace is current are seen by the trace that records
+        # (a linearization), which must know what came from the host (see ``core.Trace``)
+        self.host_constants = rule_trace.host_constants
+        self.host_scalars = rule_trace.host_scalars
 
     def to_primal_tangent(self, x: Any) -> tuple[Any, Any]:
         if isinstance(x, JVPTracer) and x._trace is self:

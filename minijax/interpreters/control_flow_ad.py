@@ -36,7 +36,7 @@ from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import Zero, add_tangents, instantiate, tangent_aval
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
-from minijax.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_closed_jaxpr
+from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_closed_jaxpr
 from minijax.lax.control_flow.common import consts_as_inputs, merge_consts
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
@@ -89,6 +89,15 @@ def _regroup(closed: ClosedJaxpr, in_groups: Sequence[int], in_order: Sequence[i
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr(j.constvars, reorder(j.invars, in_groups, in_order),
                              reorder(j.outvars, out_groups, out_order), j.eqns), closed.consts)
+
+
+def _closed(jaxpr: ClosedJaxpr, consts: Sequence[Any]) -> ClosedJaxpr:
+    """A jaxpr whose first inputs stand for ``consts`` (as ``_trace`` makes them), closed
+    over those values again: ``jit`` keeps its constants inside its body, and
+    ``merge_consts`` reads them there."""
+    j = jaxpr.jaxpr
+    n = len(consts)
+    return ClosedJaxpr(Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns), consts)
 
 
 def _fresh(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -195,7 +204,7 @@ def _cond_jvp(primals: list, tangents: list, *, branches: tuple[ClosedJaxpr, ...
     for branch in branches:  # an output tangent is non-zero if it is in any branch
         out_nz = [a or b for a, b in zip(out_nz, jvp_jaxpr(branch, nonzeros, out_nz)[2])]
     traced = [jvp_jaxpr(branch, nonzeros, out_nz) for branch in branches]
-    jaxprs, consts = merge_consts([ClosedJaxpr(j.jaxpr, c) for j, c, _ in traced])
+    jaxprs, consts = merge_consts([_closed(j, c) for j, c, _ in traced])
     given = [t for t in tangents[1:] if not _is_zero(t)]
     outs = cond_p.bind(index, *consts, *ops, *given, branches=tuple(jaxprs))
     primals_out, tangents_out = _split(outs, len(out_nz))
@@ -304,9 +313,22 @@ def _cond_transpose(cts: list, index: Any, *ops: Any, branches: tuple[ClosedJaxp
     return [None, *_merge(linear, outs, [None] * len(ops))]
 
 
+def _cond_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
+    """Every branch without the unused outputs; an operand stays if any branch reads it."""
+    index, *ops = eqn.invars
+    pruned = [pe.dead_code_elimination(b.jaxpr, used_outputs) for b in eqn.params["branches"]]
+    used = [any(flags) for flags in zip(*[u for _, u in pruned])] if pruned else []
+    branches = tuple(ClosedJaxpr(Jaxpr(j.constvars, _pick(j.invars, used), j.outvars, j.eqns),
+                                 b.consts)
+                     for (j, _), b in zip(pruned, eqn.params["branches"]))
+    return JaxprEqn(cond_p, [index, *_pick(ops, used)], _pick(eqn.outvars, used_outputs),
+                    dict(branches=branches), eqn.source_info)
+
+
 ad.jvp_rules[cond_p] = _cond_jvp
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
 transpose_rules[cond_p] = _cond_transpose
+pe.dce_rules[cond_p] = _cond_dce
 
 
 # ---------------------------------------------------------------------------------------
@@ -548,6 +570,29 @@ def _slice_aval(x: Any) -> ShapedArray:
     return aval.update(shape=aval.shape[1:])
 
 
+def _scan_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
+    """The loop without unused ``ys`` and carries. A carry stays if it is used after the
+    loop or its value feeds a carry that stays: iterate to a fixed point."""
+    params = eqn.params
+    num_consts, num_carry = params["num_consts"], params["num_carry"]
+    body = params["jaxpr"]
+    used_carry, used_ys = _split(used_outputs, num_carry)
+    while True:
+        jaxpr, used_in = pe.dead_code_elimination(body.jaxpr, used_carry + used_ys)
+        used_consts, used_carry_in, used_xs = _split(used_in, num_consts, num_carry)
+        grown = [a or b for a, b in zip(used_carry, used_carry_in)]
+        if grown == used_carry:
+            break
+        used_carry = grown
+    used_inputs = used_consts + used_carry + used_xs
+    jaxpr = Jaxpr(jaxpr.constvars, _pick(jaxpr.invars, used_inputs), jaxpr.outvars, jaxpr.eqns)
+    new_params = dict(params, jaxpr=ClosedJaxpr(jaxpr, body.consts),
+                      num_consts=used_consts.count(True), num_carry=used_carry.count(True))
+    return JaxprEqn(scan_p, _pick(eqn.invars, used_inputs),
+                    _pick(eqn.outvars, used_carry + used_ys), new_params, eqn.source_info)
+
+
 ad.jvp_rules[scan_p] = _scan_jvp
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
 transpose_rules[scan_p] = _scan_transpose
+pe.dce_rules[scan_p] = _scan_dce

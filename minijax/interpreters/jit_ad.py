@@ -40,6 +40,7 @@ from minijax.interpreters import ad
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import Zero
 from minijax.interpreters.control_flow_ad import (
+    _closed,
     _merge,
     _pick,
     _split,
@@ -48,7 +49,7 @@ from minijax.interpreters.control_flow_ad import (
 )
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
-from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr
+from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn
 from minijax.lax.control_flow.common import remove_dead_code
 from minijax.tracing import trace_to_jaxpr
 
@@ -73,14 +74,6 @@ def _memoized(body: ClosedJaxpr, key: tuple, derive: Callable[[], T]) -> T:
                    for c in j.consts):
             table[key] = result
     return result
-
-
-def _closed(jaxpr: ClosedJaxpr, consts: Sequence[Any]) -> ClosedJaxpr:
-    """A jaxpr whose first inputs stand for ``consts`` (as the control-flow helpers make
-    them), closed over those values again: a ``jit`` body keeps its constants inside."""
-    j = jaxpr.jaxpr
-    n = len(consts)
-    return ClosedJaxpr(Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns), consts)
 
 
 def _bind(body: ClosedJaxpr, args: Sequence[Any], params: dict[str, Any],
@@ -246,6 +239,34 @@ def _jit_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, **params: Any
     return _merge(linear, _merge(nonzero, outs, zeros), [None] * linear.count(False))
 
 
+# ---------------------------------------------------------------------------------------
+# Dead-code elimination: a jit without the outputs nobody uses
+# ---------------------------------------------------------------------------------------
+
+
+def _dce_body(body: ClosedJaxpr, used_outputs: tuple[bool, ...], keep_unused: bool
+              ) -> tuple[ClosedJaxpr, list[bool]]:
+    jaxpr, used_inputs = pe.dead_code_elimination(body.jaxpr, used_outputs)
+    if keep_unused:
+        used_inputs = [True] * len(used_inputs)
+    jaxpr = Jaxpr(jaxpr.constvars, _pick(jaxpr.invars, used_inputs), jaxpr.outvars, jaxpr.eqns)
+    return pe.prune_constvars(ClosedJaxpr(jaxpr, body.consts)), used_inputs
+
+
+def _jit_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
+    """The call with only the used outputs: its body loses what computed the others, and
+    the call the operands the body no longer reads (unless ``keep_unused``)."""
+    params = eqn.params
+    body, used_inputs = _memoized(
+        params["jaxpr"], ("dce", tuple(used_outputs)),
+        lambda: _dce_body(params["jaxpr"], tuple(used_outputs), params["keep_unused"]))
+    new_params = dict(params, jaxpr=body,
+                      donated_invars=tuple(_pick(params["donated_invars"], used_inputs)))
+    return JaxprEqn(jit_p, _pick(eqn.invars, used_inputs), _pick(eqn.outvars, used_outputs),
+                    new_params, eqn.source_info)
+
+
 ad.jvp_rules[jit_p] = _jit_jvp
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 transpose_rules[jit_p] = _jit_transpose
+pe.dce_rules[jit_p] = _jit_dce

@@ -40,7 +40,7 @@ from minijax.interpreters.ad import (
     tangent_aval,
 )
 from minijax.lax import elementwise as ew
-from minijax.lax import linalg, reductions, shapes, slicing, sorting
+from minijax.lax import linalg, reductions, shapes, slicing, sorting, special
 from minijax.lax.linalg import matrix_transpose
 from minijax.runtime import _copy_p as device_put_p
 
@@ -161,8 +161,22 @@ defjvp(ew.cbrt_p,
 defjvp(ew.logistic_p,
        lambda t, out, x: lax.mul(t, lax.mul(out, lax.sub(_const(x, 1), out))))
 defjvp(ew.square_p, lambda t, out, x: lax.mul(t, lax.mul(_const(x, 2), x)))
-for _p in (ew.real_p, ew.imag_p, ew.conj_p, ew.complex_p):
+for _p in (ew.real_p, ew.imag_p, ew.conj_p, ew.complex_p, ew.reduce_precision_p):
     deflinear(_p)
+
+
+def _gaussian_term(scale: float) -> Term:
+    """``scale`` · exp(-x²) dx: the derivatives of erf (2/√π) and erfc (-2/√π)."""
+    return lambda t, out, x: lax.mul(_const(x, scale),
+                                     lax.mul(t, lax.exp(lax.neg(lax.square(x)))))
+
+
+defjvp(special.erf_p, _gaussian_term(2 / np.sqrt(np.pi)))
+defjvp(special.erfc_p, _gaussian_term(-2 / np.sqrt(np.pi)))
+# erf_inv' = 1 / erf'(erf_inv x) = √π/2 · exp(out²).
+defjvp(special.erf_inv_p, lambda t, out, x: lax.mul(
+    _const(x, np.sqrt(np.pi) / 2), lax.mul(t, lax.exp(lax.square(out)))))
+defjvp(special.lgamma_p, lambda t, out, x: lax.mul(t, lax.digamma(x)))
 
 
 def _abs_term(t: Any, out: Any, x: Any) -> Any:
@@ -221,19 +235,36 @@ def _strong(x: Any) -> Any:
     return lax.convert_element_type(x, x.dtype)
 
 
+def _pow_base_term(t: Any, out: Any, x: Any, y: Any) -> Any:
+    """y x**(y-1) dx. For a float y at x = 0 this is whatever the formula gives (NaN for
+    y = 0), as in JAX; an integer y is converted to x's dtype, and where it is 0 the
+    derivative is 0 (x**0 is 1 everywhere, even at x = 0)."""
+    if y.dtype.kind not in "iu":
+        return lax.mul(t, _strong(lax.mul(y, lax.pow(x, lax.sub(y, _const(y, 1))))))
+    x, y = _strong(x), lax.convert_element_type(y, x.dtype)
+    if x.shape != y.shape:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        x, y = (v if v.shape == shape else lax.broadcast_in_dim(v, shape, range(v.ndim))
+                for v in (x, y))
+    y_is_zero = lax.eq(y, _const(y, 0))
+    zeros = lax.full_like(y, 0)
+    safe_y = lax.select(lax.eq(y, _const(y, 0)), lax.full_like(y, 1), y)
+    slope = lax.mul(safe_y, lax.pow(x, lax.sub(y, lax.full_like(y, 1))))
+    return lax.mul(t, lax.select(y_is_zero, zeros, slope))
+
+
 # d(x**y) = y x**(y-1) dx + log(x) x**y dy. At x = 0 the second term is taken as 0 (log is
-# replaced by log 1), and the first is whatever the formula gives (NaN for y = 0), as in JAX.
-defjvp(ew.pow_p,
-       lambda t, out, x, y: lax.mul(t, _strong(lax.mul(y, lax.pow(x, lax.sub(y, _const(y, 1)))))),
+# replaced by log 1). An integer y has no tangent, so only the first term is ever used then.
+defjvp(ew.pow_p, _pow_base_term,
        lambda t, out, x, y: _strong(lax.mul(t, lax.mul(lax.log(_replace_zero(x)), out))))
 
 
 def _chosen_weight(x: Any, out: Any, other: Any) -> Any:
     """1 where ``x`` is the result of max/min, ½ where both inputs are (a tie), else 0:
     (x == out) / (1 + (other == out))."""
-    one, two = lax.full_like(out, 1), lax.full_like(out, 2)
-    chosen = lax.select(lax.eq(x, out), one, _zeros(out))
-    return lax.div(chosen, lax.select(lax.eq(other, out), two, one))
+    chosen = lax.select(lax.eq(x, out), lax.full_like(out, 1), _zeros(out))
+    return lax.div(chosen, lax.select(lax.eq(other, out), lax.full_like(out, 2),
+                                      lax.full_like(out, 1)))
 
 
 for _p in (ew.max_p, ew.min_p):
@@ -254,7 +285,7 @@ defjvp(ew.rem_p, lambda t, out, x, y: t,
 for _p in (ew.sign_p, ew.floor_p, ew.ceil_p, ew.round_p, ew.is_finite_p, ew.stop_gradient_p,
            ew.eq_p, ew.ne_p, ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.and_p, ew.or_p, ew.xor_p,
            ew.not_p, ew.shift_left_p, ew.shift_right_logical_p, ew.shift_right_arithmetic_p,
-           ew.population_count_p, ew.bitcast_convert_type_p, shapes.iota_p,
+           ew.population_count_p, ew.clz_p, ew.bitcast_convert_type_p, shapes.iota_p,
            reductions.argmax_p, reductions.argmin_p, reductions.reduce_and_p,
            reductions.reduce_or_p, reductions.reduce_xor_p):
     defzero(_p)
@@ -455,8 +486,9 @@ def _reduce_extremum_rule(primitive: Primitive) -> Callable[..., tuple[Any, Any]
     def rule(primals: list, tangents: list, *, axes: tuple[int, ...]) -> tuple[Any, Any]:
         (x,), (t,) = primals, tangents
         out = primitive.bind(x, axes=axes)
-        kept = tuple(d for d in range(x.ndim) if d not in axes)
-        at_extremum = lax.eq(x, lax.broadcast_in_dim(out, x.shape, kept))
+        # out with size-1 axes where x was reduced: ``eq`` broadcasts those
+        kept_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+        at_extremum = lax.eq(x, lax.reshape(out, kept_shape))
         weights = lax.convert_element_type(at_extremum, x.dtype)
         count = lax.reduce_sum(weights, axes)
         return out, lax.div(lax.reduce_sum(lax.mul(t, weights), axes), count)
@@ -548,6 +580,15 @@ def _cumulative_rule(primitive: Primitive, combine: Callable[[Any, Any], Any]
 jvp_rules[reductions.cumprod_p] = _cumulative_rule(reductions.cumprod_p, lax.mul)
 jvp_rules[reductions.cummax_p] = _cumulative_rule(reductions.cummax_p, lax.max)
 jvp_rules[reductions.cummin_p] = _cumulative_rule(reductions.cummin_p, lax.min)
+
+
+def _logaddexp(x: Any, y: Any) -> Any:
+    from minijax.numpy import logaddexp  # jnp's, with its custom JVP (as JAX's rule uses)
+
+    return logaddexp(x, y)
+
+
+jvp_rules[reductions.cumlogsumexp_p] = _cumulative_rule(reductions.cumlogsumexp_p, _logaddexp)
 
 
 # ---------------------------------------------------------------------------------------

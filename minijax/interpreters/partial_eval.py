@@ -60,6 +60,12 @@ class PartialEvalTrace(JaxprTrace):
 # ---------------------------------------------------------------------------------------
 
 
+# primitive -> rule(eqn, used_outputs) -> smaller eqn, for equations that carry jaxprs
+# (jit, cond, scan): they drop the outputs nobody uses, what computes them inside, and
+# then the operands nothing needs any more.
+dce_rules: dict[Primitive, Callable[[JaxprEqn, list[bool]], JaxprEqn]] = {}
+
+
 def dead_code_elimination(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None
                           ) -> tuple[Jaxpr, list[bool]]:
     """Drop equations whose results nobody uses (and, if given, unused outputs).
@@ -72,12 +78,35 @@ def dead_code_elimination(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = No
     live = {v for v in outvars if type(v) is Var}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or has_effects(Jaxpr([], [], [], [eqn])):
-            kept.append(eqn)
-            live.update(v for v in eqn.invars if type(v) is Var)
+        used = [v in live for v in eqn.outvars]
+        if not any(used) and not has_effects(Jaxpr([], [], [], [eqn])):
+            continue
+        rule = dce_rules.get(eqn.primitive)
+        if rule is not None:
+            eqn = rule(eqn, used)
+        kept.append(eqn)
+        live.update(v for v in eqn.invars if type(v) is Var)
     kept.reverse()
     used_inputs = [v in live for v in jaxpr.invars]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept), used_inputs
+
+
+def without_dead_code(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``closed`` without the equations (inside nested jaxprs too) and constants that no
+    output needs; its inputs are kept."""
+    jaxpr, _ = dead_code_elimination(closed.jaxpr)
+    return prune_constvars(ClosedJaxpr(jaxpr, closed.consts))
+
+
+def prune_constvars(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``closed`` without the constants that no equation or output uses."""
+    j = closed.jaxpr
+    used = {a for eqn in j.eqns for a in eqn.invars if type(a) is Var}
+    used.update(v for v in j.outvars if type(v) is Var)
+    keep = [v in used for v in j.constvars]
+    return ClosedJaxpr(Jaxpr([v for v, k in zip(j.constvars, keep) if k], j.invars,
+                             j.outvars, j.eqns),
+                       [c for c, k in zip(closed.consts, keep) if k])
 
 
 def dependent_vars(jaxpr: Jaxpr, inputs: Sequence[bool]) -> set[Var]:

@@ -74,6 +74,8 @@ _linear_unary(ew.real_p, lambda ct, x: lax.complex(ct, lax.full_like(ct, 0)))
 _linear_unary(ew.imag_p, lambda ct, x: lax.complex(lax.full_like(ct, 0), lax.neg(ct)))
 _linear_unary(ew.conj_p, lambda ct, x, input_dtype: (
     lax.conj(ct) if input_dtype.kind == "c" else lax.real(ct)))  # a real x became complex
+_linear_unary(ew.reduce_precision_p, lambda ct, x, **params: ew.reduce_precision_p.bind(
+    ct, **params))
 _linear_unary(shapes.copy_p, lambda ct, x: shapes.copy_p.bind(ct))
 _linear_unary(device_put_p, lambda ct, x: ct)
 transpose_rules[ew.stop_gradient_p] = lambda ct, x: [Zero(x.aval)]
@@ -115,9 +117,9 @@ deftranspose(ew.complex_p, _complex_transpose)
 
 
 def _convert_transpose(ct: Any, x: Any, *, new_dtype: np.dtype, weak_type: bool) -> list[Any]:
-    """Convert the cotangent back to the input's dtype (and weak type)."""
-    return [ew.convert_element_type_p.bind(ct, new_dtype=x.aval.dtype,
-                                           weak_type=x.aval.weak_type)]
+    """Convert the cotangent back to the input's dtype (and weak type): nothing is
+    recorded when it has that type already, and a constant is converted now, as in JAX."""
+    return [ew.convert_element_type(ct, x.aval.dtype, x.aval.weak_type)]
 
 
 deftranspose(ew.convert_element_type_p, _convert_transpose)
@@ -228,8 +230,9 @@ _linear_unary(shapes.tile_p, _tile_transpose)
 
 
 def _reduce_sum_transpose(ct: Any, x: Any, *, axes: tuple, out_sharding: Any) -> Any:
-    """Every summed element receives the cotangent of the sum: broadcast it back."""
-    kept = tuple(i for i in range(x.aval.ndim) if i not in axes)
+    """Every summed element receives the cotangent of the sum: broadcast it back. (The
+    kept axes are NumPy integers, as in JAX, whose jaxprs print them as np.int64(0).)"""
+    kept = tuple(np.delete(np.arange(x.aval.ndim), axes))
     return lax.broadcast_in_dim(ct, x.aval.shape, kept)
 
 

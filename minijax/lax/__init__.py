@@ -15,3 +15,4 @@ from minijax.lax.shapes import *  # noqa: F403
 from minijax.lax.shapes import canonicalize_axes, canonicalize_shape, copy_p  # noqa: F401
 from minijax.lax.slicing import *  # noqa: F403
 from minijax.lax.sorting import *  # noqa: F403
+from minijax.lax.special import *  # noqa: F403

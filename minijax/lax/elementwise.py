@@ -59,6 +59,8 @@ __all__ = [
     "ceil_p",
     "clamp",
     "clamp_p",
+    "clz",
+    "clz_p",
     "complex",
     "complex_p",
     "conj",
@@ -122,6 +124,8 @@ __all__ = [
     "real",
     "real_p",
     "reciprocal",
+    "reduce_precision",
+    "reduce_precision_p",
     "rem",
     "rem_p",
     "round",
@@ -384,11 +388,45 @@ def _population_count(x: np.ndarray) -> np.ndarray:
     return np.bitwise_count(x.view(x.dtype.str.replace("i", "u"))).astype(x.dtype)
 
 
+def _clz(x: np.ndarray) -> np.ndarray:
+    """Leading zero bits of each two's complement integer, by binary search: while the
+    upper half of what is left is nonzero, drop the lower half (and that many zeros)."""
+    bits = x.dtype.itemsize * 8
+    rest = x.view(x.dtype.str.replace("i", "u"))
+    zeros = np.full(x.shape, bits, dtype=x.dtype)
+    shift = bits // 2
+    while shift:
+        upper = rest >> np.asarray(shift, rest.dtype)
+        nonzero = upper != 0
+        zeros = np.where(nonzero, zeros - shift, zeros).astype(x.dtype)
+        rest = np.where(nonzero, upper, rest)
+        shift //= 2
+    return (zeros - (rest != 0)).astype(x.dtype)
+
+
 def _atan2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The angle of the point (y, x); for complex numbers, -i log((y + ix) / sqrt(x² + y²))."""
     if x.dtype.kind != "c":
         return np.arctan2(x, y).astype(x.dtype, copy=False)
     return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(x.dtype, copy=False)
+
+
+def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x ** y; an integer exponent is first converted to x's dtype, as XLA does."""
+    return np.power(x, y.astype(x.dtype, copy=False)).astype(x.dtype, copy=False)
+
+
+def _pow_rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    """The base is inexact; the exponent is an integer, or of the base's dtype."""
+    shape = broadcast_shapes_trivially("pow", [x.shape, y.shape])
+    check_dtype("pow", INEXACT, x.dtype, 0)
+    check_dtype("pow", NUMBER, y.dtype, 1)
+    if y.dtype.kind not in "iu" and y.dtype != x.dtype:
+        raise TypeError(
+            "the first argument to pow must have an inexact dtype (float or complex), and the "
+            "second argument must have an inexact or integer dtype, and two inexact dtypes "
+            f"must match, but got {x.dtype.name} and {y.dtype.name} respectively.")
+    return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
 
 
 def _complex_of(dt: np.dtype) -> np.dtype:
@@ -442,6 +480,7 @@ real_p = unary_primitive("real", np.real, ("complexfloating",), out_dtype=_real_
 imag_p = unary_primitive("imag", np.imag, ("complexfloating",), out_dtype=_real_part)
 not_p = unary_primitive("not", np.invert, INT_BOOL)
 population_count_p = unary_primitive("population_count", _population_count, INT)
+clz_p = unary_primitive("clz", _clz, INT)
 
 round_p = Primitive("round")
 round_p.def_impl(_round)
@@ -454,7 +493,9 @@ sub_p = nary_primitive("sub", np.subtract)
 mul_p = nary_primitive("mul", np.multiply)
 div_p = nary_primitive("div", _div)
 rem_p = nary_primitive("rem", _rem, ORDERED[:2])
-pow_p = nary_primitive("pow", _same_dtype(np.power), INEXACT)
+pow_p = Primitive("pow")
+pow_p.def_impl(_pow)
+pow_p.def_abstract_eval(_pow_rule)
 max_p = nary_primitive("max", np.maximum, ANY)
 min_p = nary_primitive("min", np.minimum, ANY)
 atan2_p = nary_primitive("atan2", _atan2, INEXACT)
@@ -510,12 +551,14 @@ real = _api(real_p, "Elementwise real part of a complex number.")
 imag = _api(imag_p, "Elementwise imaginary part of a complex number.")
 bitwise_not = _api(not_p, "Elementwise NOT: logical for booleans, bitwise for integers.")
 population_count = _api(population_count_p, "Elementwise count of set bits.")
+clz = _api(clz_p, "Elementwise count of leading zero bits.")
 add = _api(add_p, "Elementwise addition x + y (same dtypes; no promotion).")
 sub = _api(sub_p, "Elementwise subtraction x - y.")
 mul = _api(mul_p, "Elementwise multiplication x * y.")
 div = _api(div_p, "Elementwise division; integer division rounds toward zero.")
 rem = _api(rem_p, "Elementwise remainder with the sign of the dividend (C's fmod).")
-pow = _api(pow_p, "Elementwise power x ** y for floating-point and complex x.")
+pow = _api(pow_p, "Elementwise power x ** y for floating-point and complex x (y may be an "
+                 "integer).")
 max = _api(max_p, "Elementwise maximum (NaN wins).")
 min = _api(min_p, "Elementwise minimum (NaN wins).")
 atan2 = _api(atan2_p, "Elementwise arc tangent of x / y, in the right quadrant.")
@@ -646,10 +689,11 @@ convert_element_type_p.def_abstract_eval(_convert_rule)
 
 
 def _foldable(x: Any) -> bool:
-    """Scalars known now are converted on the host, so jaxprs show them as literals."""
-    if isinstance(x, Tracer) or np.ndim(x) != 0:
-        return False
-    return type(x) is not Array or core.current_trace() is not core.eval_trace
+    """Host scalars (NumPy scalars, and arrays a trace made of them) are converted on the
+    host, so jaxprs show the result as a literal; a jax Array's conversion is recorded."""
+    if type(x) is Array:
+        return core.is_host_scalar(x)
+    return not isinstance(x, Tracer) and np.ndim(x) == 0
 
 
 _scalar_constants: dict[tuple, Array] = {}
@@ -666,8 +710,8 @@ def _python_scalar_constant(x: Any, new_dtype: np.dtype, weak_type: bool) -> Arr
         if len(_scalar_constants) > 1000:
             _scalar_constants.clear()
         _scalar_constants[key] = constant
-    if weak_type and new_dtype == dtypes.dtype(x):
-        core.note_python_scalar(constant, x)  # unchanged: jaxprs print it as written
+    unchanged = weak_type and new_dtype == dtypes.dtype(x)
+    core.note_host_scalar(constant, x if unchanged else None)  # jaxprs print x as written
     return constant
 
 
@@ -681,7 +725,9 @@ def convert_element_type(x: Any, new_dtype: Any, weak_type: bool = False) -> Any
         return _python_scalar_constant(x, new_dtype, weak_type)
     if _foldable(x):
         value = np.asarray(operand(x)._wait())
-        return put_numpy(_convert_kernel(value, new_dtype, weak_type), weak_type)
+        constant = put_numpy(_convert_kernel(value, new_dtype, weak_type), weak_type)
+        core.note_host_scalar(constant)
+        return constant
     x = operand(x)
     if x.dtype == new_dtype and x.weak_type == weak_type:
         return x
@@ -706,6 +752,58 @@ def bitcast_convert_type(x: Any, new_dtype: Any) -> Any:
     """Reinterpret the bits of each element as ``new_dtype`` (same width)."""
     x = operand(x, bitcast_convert_type_p)
     return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
+
+
+# ---------------------------------------------------------------------------------------
+# reduce_precision: round to a narrower floating-point format, keeping the dtype
+# ---------------------------------------------------------------------------------------
+
+
+def _reduce_precision_kernel(x: np.ndarray, *, exponent_bits: int, mantissa_bits: int
+                             ) -> np.ndarray:
+    """Work on the bits: round the mantissa to ``mantissa_bits`` (to nearest, ties to
+    even), then send exponents the narrow format cannot hold to ±inf (too large) or ±0
+    (too small, subnormals included). NaNs stay NaNs."""
+    info = dtypes.finfo(x.dtype)
+    src_exponent, src_mantissa = info.nexp, info.nmant
+    bits = x.view(np.dtype(f"uint{x.dtype.itemsize * 8}"))
+    u = bits.dtype.type
+    if mantissa_bits < src_mantissa:
+        dropped = src_mantissa - mantissa_bits
+        last_kept = (bits >> u(dropped)) & u(1)  # ties round to an even last bit
+        bias = last_kept + u((1 << (dropped - 1)) - 1)
+        bits = (bits + bias) & ~u((1 << dropped) - 1)
+    if exponent_bits < src_exponent:
+        exponent_mask = u(((1 << src_exponent) - 1) << src_mantissa)
+        sign = bits & u(1 << (src_exponent + src_mantissa))
+        src_bias, narrow_bias = (1 << (src_exponent - 1)) - 1, (1 << (exponent_bits - 1)) - 1
+        exponent = bits & exponent_mask
+        overflow = exponent > u((src_bias + narrow_bias) << src_mantissa)
+        underflow = exponent <= u((src_bias - narrow_bias) << src_mantissa)
+        bits = np.where(overflow, sign | exponent_mask, np.where(underflow, sign, bits))
+    out = np.asarray(bits).view(x.dtype)
+    return np.where(np.isnan(x), x, out) if mantissa_bits > 0 else out
+
+
+def _reduce_precision_rule(x: ShapedArray, *, exponent_bits: int, mantissa_bits: int
+                           ) -> ShapedArray:
+    if exponent_bits < 1 or mantissa_bits < 0:
+        raise ValueError(f"reduce_precision: exponent_bits must be at least 1 and "
+                         f"mantissa_bits at least 0, got {exponent_bits} and {mantissa_bits}")
+    return unary_rule("reduce_precision", FLOAT, None, x)
+
+
+reduce_precision_p = Primitive("reduce_precision")
+reduce_precision_p.def_impl(_reduce_precision_kernel)
+reduce_precision_p.def_abstract_eval(_reduce_precision_rule)
+
+
+def reduce_precision(operand_: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    """Round each element as if stored in a float format with these many exponent and
+    mantissa bits (``5, 10`` is float16), and give it back in the original dtype."""
+    return reduce_precision_p.bind(operand(operand_, reduce_precision_p),
+                                   exponent_bits=int(exponent_bits),
+                                   mantissa_bits=int(mantissa_bits))
 
 
 # ---------------------------------------------------------------------------------------

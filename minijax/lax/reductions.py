@@ -28,6 +28,8 @@ __all__ = [
     "argmax_p",
     "argmin",
     "argmin_p",
+    "cumlogsumexp",
+    "cumlogsumexp_p",
     "cummax",
     "cummax_p",
     "cummin",
@@ -236,12 +238,17 @@ def argmin(operand_: Any, axis: int, index_dtype: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------
-# Cumulative reductions: cumsum, cumprod, cummax, cummin
+# Cumulative reductions: cumsum, cumprod, cummax, cummin, cumlogsumexp
 # ---------------------------------------------------------------------------------------
 
 
-def _cumulative_rule(name: str, x: ShapedArray, *, axis: int, reverse: bool) -> ShapedArray:
-    _check_number(name, x.dtype)
+def _check_floating(name: str, dt: np.dtype) -> None:
+    check_dtype(name, ("floating",), dt)
+
+
+def _cumulative_rule(name: str, check: Callable[[str, np.dtype], None], x: ShapedArray, *,
+                     axis: int, reverse: bool) -> ShapedArray:
+    check(name, x.dtype)
     if axis < 0:
         raise ValueError("XLA operations do not allow negative axes")
     if axis >= x.ndim:
@@ -249,7 +256,8 @@ def _cumulative_rule(name: str, x: ShapedArray, *, axis: int, reverse: bool) -> 
     return x
 
 
-def _cumulative(name: str, ufunc: np.ufunc, accumulate_wide: bool = False) -> Primitive:
+def _cumulative(name: str, ufunc: np.ufunc, accumulate_wide: bool = False,
+                check: Callable[[str, np.dtype], None] = _check_number) -> Primitive:
     def kernel(x: np.ndarray, *, axis: int, reverse: bool) -> np.ndarray:
         acc = _accumulator(x.dtype) if accumulate_wide else x.dtype
         if reverse:
@@ -260,7 +268,7 @@ def _cumulative(name: str, ufunc: np.ufunc, accumulate_wide: bool = False) -> Pr
     prim = Primitive(name)
     prim.def_impl(kernel)
     prim.def_abstract_eval(lambda x, *, axis, reverse: _cumulative_rule(
-        name, x, axis=axis, reverse=reverse))
+        name, check, x, axis=axis, reverse=reverse))
     return prim
 
 
@@ -268,6 +276,7 @@ cumsum_p = _cumulative("cumsum", np.add, accumulate_wide=True)
 cumprod_p = _cumulative("cumprod", np.multiply, accumulate_wide=True)
 cummax_p = _cumulative("cummax", np.maximum)
 cummin_p = _cumulative("cummin", np.minimum)
+cumlogsumexp_p = _cumulative("cumlogsumexp", np.logaddexp, check=_check_floating)
 
 
 def cumsum(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
@@ -283,6 +292,13 @@ def cumprod(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
 def cummax(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running maxima along ``axis`` (a NaN, once met, stays)."""
     return cummax_p.bind(operand(operand_, cummax_p), axis=int(axis), reverse=bool(reverse))
+
+
+def cumlogsumexp(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """Running log-sum-exp along ``axis``: log(exp(x[0]) + ... + exp(x[i])), without
+    overflow. Floating-point operands only."""
+    return cumlogsumexp_p.bind(operand(operand_, cumlogsumexp_p), axis=int(axis),
+                               reverse=bool(reverse))
 
 
 def cummin(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:

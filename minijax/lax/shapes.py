@@ -141,7 +141,9 @@ def broadcast_in_dim(operand_: Any, shape: Sequence[int],
     """Broadcast to ``shape``, operand dimension ``i`` becoming result dimension
     ``broadcast_dimensions[i]``. A no-op when nothing would change."""
     x = _jax_typed(operand_)
-    shape, dims = tuple(int(d) for d in shape), tuple(int(d) for d in broadcast_dimensions)
+    shape = tuple(int(d) for d in shape)
+    # NumPy integers stay NumPy integers: JAX's jaxprs print them so (np.int64(0))
+    dims = tuple(d if isinstance(d, np.integer) else int(d) for d in broadcast_dimensions)
     if x.shape == shape and dims == tuple(range(x.ndim)):
         return x
     return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims, sharding=None)
@@ -401,7 +403,9 @@ def pad(operand_: Any, padding_value: Any, padding_config: Sequence[Sequence[int
         raise ValueError(
             f"padding_value must be a scalar; got np.shape(padding_value)={padding_value.shape}"
         )
-    config = tuple(tuple(int(p) for p in dim) for dim in padding_config)
+    # NumPy integers stay as they are: JAX's jaxprs print them so (``np.int64(1)``).
+    config = tuple(tuple(p if isinstance(p, np.integer) else int(p) for p in dim)
+                   for dim in padding_config)
     return pad_p.bind(x, padding_value, padding_config=config)
 
 

@@ -10,7 +10,11 @@ import numpy as _np
 from minijax.array import Array as ndarray
 from minijax.numpy import array_methods as _array_methods
 from minijax.numpy import linalg
+from minijax.numpy.binning import *
+from minijax.numpy.calculus import *
+from minijax.numpy.convolution import *
 from minijax.numpy.counting import *
+from minijax.numpy.covariance import *
 from minijax.numpy.creation import (
     arange,
     array,
@@ -38,12 +42,19 @@ from minijax.numpy.creation import (
     zeros_like,
 )
 from minijax.numpy.dtype_functions import *
+from minijax.numpy.index_tricks import *
 from minijax.numpy.indexing import _getitem, _index_update_helper, take, take_along_axis
 from minijax.numpy.logic import *
 from minijax.numpy.manipulation import *
+from minijax.numpy.nan_functions import *
+from minijax.numpy.padding import *
+from minijax.numpy.polynomials import *
 from minijax.numpy.products import *
+from minijax.numpy.rearranging import *
 from minijax.numpy.reductions import *
 from minijax.numpy.scalar_types import *
+from minijax.numpy.searching import *
+from minijax.numpy.setops import *
 from minijax.numpy.sorting import *
 from minijax.numpy.ufuncs import *
 

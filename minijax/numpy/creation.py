@@ -74,11 +74,19 @@ def _from_host(obj: Any, dtype: np.dtype | None) -> Array:
     """
     if obj is None:
         raise ValueError("None is not a valid value for jnp.array")
+    _check_not_text(obj)
     if isinstance(obj, (list, tuple)):
         dtype = dtype or _leaf_dtype(obj)
     elif dtype is None:
         return host_to_array(obj)
     return host_to_array(np.asarray(obj, dtype=dtype))
+
+
+def _check_not_text(leaf: Any) -> None:
+    """Strings are not array elements: JAX names the dtype NumPy would give them (``<U1``)."""
+    if isinstance(leaf, (str, bytes)):
+        raise TypeError(f"Value '{leaf}' with dtype {np.asarray(leaf).dtype} is not a valid JAX "
+                        "array type. Only arrays of numeric types are supported by JAX.")
 
 
 def _leaves(obj: Any) -> list[Any]:
@@ -100,6 +108,7 @@ def _leaf_dtype(obj: Any) -> np.dtype:
         elif leaf is None:
             raise ValueError("None is not a valid value for jnp.array")
         else:
+            _check_not_text(leaf)
             keep = isinstance(leaf, (Array, Tracer)) or np.ndim(leaf) == 0
             others.append(leaf if keep else np.asarray(leaf))
     if not python_scalars and not others:
@@ -113,8 +122,8 @@ def _stack_nested(obj: Any, dtype: np.dtype) -> Any:
     if not isinstance(obj, (list, tuple)):
         leaf = obj if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
         return lax.convert_element_type(leaf, dtype, False)
-    parts = [_stack_nested(o, dtype) for o in obj]
-    return lax.concatenate([lax.expand_dims(lax.operand(p), [0]) for p in parts], 0)
+    parts = [lax.expand_dims(lax.operand(_stack_nested(o, dtype)), [0]) for o in obj]
+    return lax.concatenate(parts, 0)
 
 
 def _filled(fun_name: str, fill_value: int) -> Any:

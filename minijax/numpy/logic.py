@@ -60,6 +60,18 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     return all_(equal)
 
 
+def array_equiv(a1: Any, a2: Any) -> Any:
+    """True (a 0-d array) if the arrays broadcast together and are equal everywhere."""
+    from minijax.numpy import all as all_
+
+    a1, a2 = asarray(a1), asarray(a2)
+    try:
+        np.broadcast_shapes(a1.shape, a2.shape)
+    except ValueError:
+        return asarray(False)
+    return all_(ufuncs.equal(a1, a2))
+
+
 def isscalar(element: Any) -> bool:
     """Python and NumPy scalars, and 0-d arrays, are scalars to JAX."""
     if isinstance(element, (Array, Tracer)):
@@ -88,5 +100,5 @@ def isrealobj(x: Any) -> bool:
     return not iscomplexobj(x)
 
 
-__all__ = ["allclose", "array_equal", "iscomplexobj", "isclose", "isrealobj", "isscalar",
-           "ndim", "shape", "size"]
+__all__ = ["allclose", "array_equal", "array_equiv", "iscomplexobj", "isclose", "isrealobj",
+           "isscalar", "ndim", "shape", "size"]

@@ -32,7 +32,8 @@ from minijax.numpy.reductions import reduction_axes
 from minijax.numpy.reductions import sum as _sum
 from minijax.numpy.ufuncs import where
 
-__all__ = ["dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot"]
+__all__ = ["cross", "dot", "einsum", "inner", "kron", "matmul", "matrix_transpose", "matvec",
+           "outer", "tensordot", "trace", "vdot", "vecdot", "vecmat"]
 
 
 def _operands(name: str, *args: Any, preferred_element_type: Any = None
@@ -334,3 +335,64 @@ def kron(a: Any, b: Any) -> Any:
     b_blocks = lax.broadcast_in_dim(b, [d for s in b.shape for d in (1, s)], range(1, 2 * ndim, 2))
     shape = [x * y for x, y in zip(a.shape, b.shape)]
     return lax.reshape(lax.mul(a_blocks, b_blocks), shape)
+
+
+def matrix_transpose(x: Any, /) -> Any:
+    """Swap the last two axes (of an array with at least two)."""
+    x = asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got "
+                         f"ndim={x.ndim}")
+    return lax.linalg.matrix_transpose(x)
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Any:
+    """Σ conj(x1) x2 along ``axis``, the other axes broadcast: batched dot products."""
+    from minijax.numpy import conj, multiply
+
+    check_arraylike("vecdot", x1, x2)
+    x1, x2 = asarray(x1), asarray(x2)
+    if x1.shape[axis] != x2.shape[axis]:
+        raise ValueError(f"x1 and x2 must have matching sizes along axis={axis}; got "
+                         f"{x1.shape} and {x2.shape}")
+    return _sum(multiply(conj(x1), x2), axis=axis)
+
+
+def matvec(x1: Any, x2: Any, /) -> Any:
+    """Matrix-vector products over broadcast batch axes: (..., m, n) @ (..., n)."""
+    check_arraylike("matvec", x1, x2)
+    x2 = asarray(x2)
+    return matmul(x1, lax.expand_dims(x2, [x2.ndim]))[..., 0]
+
+
+def vecmat(x1: Any, x2: Any, /) -> Any:
+    """Vector-matrix products conj(x1) @ x2 over broadcast batch axes: (..., m) @ (..., m, n)."""
+    from minijax.numpy import conj
+
+    check_arraylike("vecmat", x1, x2)
+    x1 = conj(asarray(x1))
+    return matmul(lax.expand_dims(x1, [x1.ndim - 1]), x2)[..., 0, :]
+
+
+def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Any:
+    """The cross product of 3-vectors (or of 2-vectors, padded with a zero z component;
+    two 2-vectors give the scalar z component), vectors along ``axisa``/``axisb``."""
+    from minijax.numpy import broadcast_arrays, stack
+
+    check_arraylike("cross", a, b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = (moveaxis(asarray(x), ax, -1) for x, ax in ((a, axisa), (b, axisb)))
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("Dimension must be either 2 or 3 for cross product")
+    a, b = promote_dtypes(a, b)
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        a, b = broadcast_arrays(a, b)
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2] if a.shape[-1] == 3 else 0 * a[..., 0]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2] if b.shape[-1] == 3 else 0 * b[..., 0]
+    c = stack(broadcast_arrays(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0),
+              axis=-1)
+    return moveaxis(c, -1, axisc)

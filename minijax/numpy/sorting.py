@@ -6,8 +6,8 @@ with several keys. Sorting is stable by default, NaNs go last, and ``descending=
 reverses the array *before and after* an ascending sort, so that equal elements still
 keep their original order.
 
-``unique`` is not here: the size of its result depends on the values, which a traced
-program cannot know (JAX needs a static ``size=`` argument for it).
+``unique`` is in ``setops.py``: the size of its result depends on the values, which a
+traced program cannot know (it takes a static ``size=`` argument under ``jit``).
 """
 
 from __future__ import annotations

@@ -205,9 +205,14 @@ def power(x: Any, y: Any, /) -> Any:
     if isinstance(y, int) and not isinstance(y, bool):
         (x,) = promote_dtypes(x)
         return lax.integer_pow(x, y)
+    exponent = y
     x, y = promote_args("power", x, y)
     if _is_int_or_bool(x):
         return _integer_power(x, y)
+    if dtypes.issubdtype(dtypes.dtype(exponent), np.integer):
+        # lax.pow takes an integer exponent as it is (JAX still records, and drops, the
+        # promoted copy).
+        return lax.pow(x, promote_shapes("power", x, lax.operand(exponent))[1])
     return lax.pow(x, y)
 
 
@@ -223,6 +228,9 @@ def _integer_power(x: Any, y: Any) -> Any:
         base = lax.mul(base, base)
         exp = lax.shift_right_logical(exp, _one(exp))
     return result
+
+
+pow = power
 
 
 def float_power(x: Any, y: Any, /) -> Any:
@@ -419,6 +427,148 @@ def rad2deg(x: Any, /) -> Any:
 radians, degrees = deg2rad, rad2deg
 
 
+def logaddexp2(x1: Any, x2: Any, /) -> Any:
+    """log2(2**x1 + 2**x2): logaddexp in base 2."""
+    x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    ln2 = lax.convert_element_type(np.log(2), x1.dtype)
+    return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+
+
+@jit
+def sinc(x: Any, /) -> Any:
+    """sin(πx) / (πx), and 1 at x = 0."""
+    (x,) = promote_args_inexact("sinc", x)
+    is_zero = lax.eq(x, _zero(x))
+    pi_x = lax.mul(lax.convert_element_type(np.pi, x.dtype), where(is_zero, _one(x), x))
+    return where(is_zero, _one(x), lax.div(lax.sin(pi_x), pi_x))
+
+
+def fabs(x: Any, /) -> Any:
+    """|x| as a float (integers are converted first)."""
+    return lax.abs(*promote_args_inexact("fabs", x))
+
+
+@jit
+def heaviside(x1: Any, x2: Any, /) -> Any:
+    """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
+    x1, x2 = promote_args_inexact("heaviside", x1, x2)
+    step = where(lax.gt(x1, _zero(x1)), _one(x1), _zero(x1))
+    return where(lax.eq(x1, _zero(x1)), x2, step)
+
+
+def _nan_avoiding(lax_fn: Callable, name: str) -> Callable[[Any, Any], Any]:
+    """fmax/fmin: like maximum/minimum, but a NaN loses to a number."""
+
+    def ufunc(x1: Any, x2: Any, /) -> Any:
+        x1, x2 = promote_args(name, x1, x2)
+        return where(isnan(x1), x2, where(isnan(x2), x1, lax_fn(x1, x2)))
+
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = f"Elementwise ``{name}``, ignoring NaNs (NaN only where both are NaN)."
+    return jit(ufunc)
+
+
+fmax = _nan_avoiding(lax.max, "fmax")
+fmin = _nan_avoiding(lax.min, "fmin")
+
+
+@jit
+def gcd(x1: Any, x2: Any, /) -> Any:
+    """The greatest common divisor of integers, by Euclid's algorithm (run for as many
+    steps as the worst case needs, so it is one traceable loop)."""
+    from minijax.lax import while_loop
+
+    x1, x2 = (absolute(x) for x in promote_args("gcd", x1, x2))
+    if not dtypes.issubdtype(x1.dtype, np.integer):
+        raise ValueError("Arguments to jax.numpy.gcd must be integers.")
+    shape = np.broadcast_shapes(x1.shape, x2.shape)
+    x1, x2 = broadcast_to(x1, shape), broadcast_to(x2, shape)
+
+    def step(pair: tuple) -> tuple:
+        a, b = pair
+        nonzero = lax.ne(b, _zero(b))
+        return where(nonzero, b, a), where(nonzero, remainder(a, where(nonzero, b, _one(b))),
+                                           _zero(b))
+
+    a, _ = while_loop(lambda pair: lax.reduce_or(lax.ne(pair[1], _zero(pair[1])),
+                                                 tuple(range(len(shape)))), step, (x1, x2))
+    return a
+
+
+@jit
+def lcm(x1: Any, x2: Any, /) -> Any:
+    """The least common multiple of integers: |x1 x2| / gcd (0 if either is 0)."""
+    x1, x2 = promote_args("lcm", x1, x2)
+    if not dtypes.issubdtype(x1.dtype, np.integer):
+        raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+    divisor = gcd(x1, x2)
+    safe = where(lax.eq(divisor, _zero(divisor)), _one(divisor), divisor)
+    return where(lax.eq(divisor, _zero(divisor)), _zero(divisor),
+                 absolute(lax.mul(x1, floor_divide(x2, safe))))
+
+
+def ldexp(x1: Any, x2: Any, /) -> Any:
+    """x1 · 2**x2 for an integer x2."""
+    check_arraylike("ldexp", x1, x2)
+    if not dtypes.issubdtype(dtypes.dtype(x2), np.integer):
+        types = (dtypes.dtype(x1), dtypes.dtype(x2))
+        raise ValueError(f"ldexp not supported for input types {types}")
+    (x1,) = promote_args_inexact("ldexp", x1)
+    x1, exponent = promote_shapes("ldexp", x1, lax.convert_element_type(x2, x1.dtype))
+    return lax.mul(x1, lax.exp2(exponent))
+
+
+def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
+    """(fractional part, integral part), both with x's sign."""
+    (x,) = promote_args_inexact("modf", x)
+    whole = trunc(x)
+    return lax.sub(x, whole), whole
+
+
+def isposinf(x: Any, /, out: None = None) -> Any:
+    (x,) = promote_args("isposinf", x)
+    if _is_int_or_bool(x):
+        return lax.full_like(x, False, dtype=np.bool_)
+    return lax.eq(x, lax.convert_element_type(np.inf, x.dtype))
+
+
+def isneginf(x: Any, /, out: None = None) -> Any:
+    (x,) = promote_args("isneginf", x)
+    if _is_int_or_bool(x):
+        return lax.full_like(x, False, dtype=np.bool_)
+    return lax.eq(x, lax.convert_element_type(-np.inf, x.dtype))
+
+
+@jit
+def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+               neginf: Any = None) -> Any:
+    """NaN -> ``nan``, +inf -> ``posinf`` (the largest float by default), -inf ->
+    ``neginf`` (the most negative float); complex numbers part by part."""
+    (x,) = promote_args("nan_to_num", x)
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        parts = (nan_to_num(part, nan=nan, posinf=posinf, neginf=neginf)
+                 for part in _complex_parts(x))
+        return lax.complex(*parts)
+    if _is_int_or_bool(x):
+        return x
+    info = dtypes.finfo(x.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = where(isnan(x), lax.convert_element_type(nan, x.dtype), x)
+    out = where(isposinf(out), lax.convert_element_type(posinf, x.dtype), out)
+    return where(isneginf(out), lax.convert_element_type(neginf, x.dtype), out)
+
+
+def bitwise_count(x: Any, /) -> Any:
+    """The number of 1 bits in |x| (uint8 result, as NumPy gives)."""
+    (x,) = promote_args("bitwise_count", x)
+    if x.dtype == np.bool_:
+        x = lax.convert_element_type(x, np.uint8)
+    elif dtypes.issubdtype(x.dtype, np.signedinteger):
+        x = absolute(x)
+    return lax.convert_element_type(lax.population_count(x), np.uint8)
+
+
 # --- complex numbers ---------------------------------------------------------------------------
 
 
@@ -440,6 +590,25 @@ def conjugate(x: Any, /) -> Any:
 
 
 conj = conjugate
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """The argument of complex ``z`` (radians, or degrees with ``deg``)."""
+    (z,) = promote_args_inexact("angle", z)
+    re, im = _complex_parts(z) if dtypes.issubdtype(z.dtype, np.complexfloating) \
+        else (z, lax.full_like(z, 0))
+    out = lax.atan2(im, re)
+    return rad2deg(out) if deg else out
+
+
+def iscomplex(x: Any) -> Any:
+    """Elementwise: a nonzero imaginary part?"""
+    return lax.ne(imag(x), lax.full_like(imag(x), 0))
+
+
+def isreal(x: Any) -> Any:
+    """Elementwise: a zero imaginary part?"""
+    return lax.eq(imag(x), lax.full_like(imag(x), 0))
 
 
 # --- tests and logic ---------------------------------------------------------------------------
@@ -507,10 +676,16 @@ bitwise_not = bitwise_invert = invert
 # --- selection -----------------------------------------------------------------------------------
 
 
-def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
-    """``x`` where ``condition`` holds, else ``y`` (broadcast together, dtypes promoted)."""
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
+          fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` holds, else ``y`` (broadcast together, dtypes promoted).
+
+    With ``condition`` alone, ``jnp.nonzero(condition, size=size, fill_value=fill_value)``.
+    """
     if x is None and y is None:
-        raise NotImplementedError("the one-argument form of where is jnp.nonzero")
+        from minijax.numpy.searching import nonzero  # searching is built on where
+
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "
                          f"to jax.numpy.where, got {x} and {y}.")
@@ -551,6 +726,7 @@ __all__ = [
     "acos",
     "acosh",
     "add",
+    "angle",
     "arccos",
     "arccosh",
     "arcsin",
@@ -565,6 +741,7 @@ __all__ = [
     "atan2",
     "atanh",
     "bitwise_and",
+    "bitwise_count",
     "bitwise_invert",
     "bitwise_left_shift",
     "bitwise_not",
@@ -587,18 +764,29 @@ __all__ = [
     "exp",
     "exp2",
     "expm1",
+    "fabs",
     "float_power",
     "floor",
     "floor_divide",
+    "fmax",
+    "fmin",
     "fmod",
+    "gcd",
     "greater",
     "greater_equal",
+    "heaviside",
     "hypot",
     "imag",
     "invert",
+    "iscomplex",
     "isfinite",
     "isinf",
     "isnan",
+    "isneginf",
+    "isposinf",
+    "isreal",
+    "lcm",
+    "ldexp",
     "left_shift",
     "less",
     "less_equal",
@@ -607,6 +795,7 @@ __all__ = [
     "log1p",
     "log2",
     "logaddexp",
+    "logaddexp2",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -614,11 +803,14 @@ __all__ = [
     "maximum",
     "minimum",
     "mod",
+    "modf",
     "multiply",
+    "nan_to_num",
     "negative",
     "nextafter",
     "not_equal",
     "positive",
+    "pow",
     "power",
     "rad2deg",
     "radians",
@@ -631,6 +823,7 @@ __all__ = [
     "sign",
     "signbit",
     "sin",
+    "sinc",
     "sinh",
     "sqrt",
     "square",
