@@ -135,8 +135,10 @@ class Primitive:
         self.multiple_results = multiple_results
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        """Apply the primitive under the current trace."""
-        return current_trace().process_primitive(self, args, params)
+        """Apply the primitive under the current trace (``current_trace()``, inlined: this
+        line runs for every operation)."""
+        trace = _state.trace
+        return (eval_trace if trace is None else trace).process_primitive(self, args, params)
 
     def def_impl(self, impl: Callable[..., Any]) -> Callable[..., Any]:
         """Register how to compute the primitive on NumPy arrays (used eagerly)."""

@@ -68,6 +68,9 @@ class Device:
     def enqueue(self, job: tuple) -> None:
         """Queue ``job``, a tuple (primitive, input Arrays, params, output Arrays)."""
         self._jobs.append(job)
+        self._call_worker()
+
+    def _call_worker(self) -> None:
         if not self._worker_called:
             self._worker_called = True
             self._wakeup.put(None)
@@ -82,12 +85,29 @@ class Device:
             # needs is done meanwhile.
             if not self._running.acquire(True, _RECHECK_SECONDS):
                 continue
-            try:
-                if not self._jobs:
-                    return
-                self._context.run(_run, *self._jobs.popleft())
-            finally:
-                self._running.release()
+            if not self._run_next_job_and_release():
+                return
+        if self._jobs:  # the worker may have given way to this thread: hand the rest back
+            self._call_worker()
+
+    def _run_jobs_as_worker(self) -> None:
+        """The worker's turn: run jobs until the queue is empty, but give way (and go back
+        to sleep) while another thread runs them: that thread calls the worker again if
+        it leaves any. Two threads taking turns would cost more than the jobs."""
+        while self._running.acquire(False):
+            if not self._run_next_job_and_release():
+                return
+
+    def _run_next_job_and_release(self) -> bool:
+        """Run the next job, if any, then release the lock (which the caller took).
+        Returns whether there was a job."""
+        try:
+            if not self._jobs:
+                return False
+            self._context.run(_run, *self._jobs.popleft())
+            return True
+        finally:
+            self._running.release()
 
     def synchronize(self) -> None:
         """Return once every job queued so far on this device has finished."""
@@ -108,14 +128,17 @@ def _work(device: Device) -> None:
     while True:
         device._wakeup.get()
         device._worker_called = False
-        device.run_jobs()
+        device._run_jobs_as_worker()
 
 
 def _input_values(args: Sequence[Array]) -> list[np.ndarray]:
+    """The inputs' NumPy values. An input may still be missing: it failed (raise its
+    error, which then belongs to this job's outputs too), or it is being computed on
+    another device's queue (wait for it)."""
     values = []
     for a in args:
         value = a._value
-        if value is None:  # the input failed, or it is computed on another device's queue
+        if value is None:
             if a._error is not None:
                 raise a._error
             value = a._wait()
@@ -124,15 +147,24 @@ def _input_values(args: Sequence[Array]) -> list[np.ndarray]:
 
 
 def _run(primitive: Primitive, args: Sequence[Array], params: dict, outs: list[Array]) -> None:
-    """Compute one primitive with its NumPy kernel and fill in the output arrays."""
+    """Compute one primitive with its NumPy kernel and fill in the output arrays.
+
+    This runs once per eager operation, so it is kept lean: the kernel's result is
+    checked against the promised type with cheap identity tests first.
+    """
     try:
         result = primitive.impl(*_input_values(args), **params)
         results = result if primitive.multiple_results else (result,)
-        for out, value in zip(outs, results, strict=True):
+        if len(results) != len(outs):
+            raise ValueError(f"the kernel of {primitive.name} returned {len(results)} "
+                             f"results for {len(outs)} outputs")
+        for out, value in zip(outs, results):
             if type(value) is not np.ndarray:
                 value = np.asarray(value)
-            if value.dtype != out.aval.dtype or value.shape != out.aval.shape:
-                raise _broken_promise(primitive, value, out.aval)
+            aval = out.aval
+            if (value.dtype is not aval.dtype and value.dtype != aval.dtype) \
+                    or value.shape != aval.shape:
+                raise _broken_promise(primitive, value, aval)
             out._value = value
     except BaseException as e:  # noqa: BLE001 - any failure belongs to the outputs
         for out in outs:
@@ -316,12 +348,18 @@ class EvalTrace(Trace):
     def process_primitive(self, primitive: Primitive, args: tuple, params: dict) -> Any:
         if primitive.eager_rule is not None:
             return primitive.eager_rule(*args, **params)
-        for a in args:
+        avals = []
+        committed = False
+        for a in args:  # one pass over the inputs: this runs for every eager operation
             if type(a) is not Array:
-                args = tuple(map(_as_array, args))
-                break
-        device, committed = _placement(primitive, args)
-        out_avals = core.abstract_eval(primitive, tuple([a.aval for a in args]), params)
+                return self.process_primitive(primitive, tuple(map(_as_array, args)), params)
+            avals.append(a.aval)
+            committed = committed or a._committed
+        if committed:
+            device, committed = _placement(primitive, args)
+        else:
+            device = _default_device or default_device()
+        out_avals = core.abstract_eval(primitive, tuple(avals), params)
         if not primitive.multiple_results:
             out = Array(out_avals, None, device, committed)
             device.enqueue((primitive, args, params, [out]))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -190,9 +190,13 @@ def is_jax_value(x: Any) -> bool:
             or type(x) is Array or isinstance(x, Tracer))
 
 
-def operands(primitive: Primitive, args: Any) -> list[Any]:
-    """:func:`operand` of each argument of ``primitive``."""
-    return [operand(x, primitive, i) for i, x in enumerate(args)]
+def operands(primitive: Primitive, args: Sequence[Any]) -> Sequence[Any]:
+    """:func:`operand` of each argument of ``primitive`` (``args`` itself if all are
+    arrays already: the common case, kept cheap)."""
+    for x in args:
+        if type(x) is not Array and not isinstance(x, Tracer):
+            return [operand(x, primitive, i) for i, x in enumerate(args)]
+    return args
 
 
 # The family names are NumPy's abstract scalar types, as in JAX's error messages.
@@ -717,12 +721,12 @@ def _python_scalar_constant(x: Any, new_dtype: np.dtype, weak_type: bool) -> Arr
 
 def convert_element_type(x: Any, new_dtype: Any, weak_type: bool = False) -> Any:
     """Cast ``x`` to ``new_dtype`` (canonicalised). A no-op if nothing would change."""
-    if (type(x) is Array or isinstance(x, Tracer)) and x.aval.dtype == new_dtype \
-            and x.aval.weak_type == weak_type:
-        return x
+    if type(x) is Array or isinstance(x, Tracer):
+        if x.aval.dtype == new_dtype and x.aval.weak_type == weak_type:
+            return x
+    elif type(x) in (bool, int, float) and x == x:
+        return _python_scalar_constant(x, dtypes.canonicalize_dtype(new_dtype), weak_type)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if type(x) in (bool, int, float) and x == x:
-        return _python_scalar_constant(x, new_dtype, weak_type)
     if _foldable(x):
         value = np.asarray(operand(x)._wait())
         constant = put_numpy(_convert_kernel(value, new_dtype, weak_type), weak_type)

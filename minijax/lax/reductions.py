@@ -78,9 +78,11 @@ def _check_nothing(name: str, dt: np.dtype) -> None:
 
 def _accumulator(dt: np.dtype) -> np.dtype:
     """The dtype a kernel adds in: half-precision floats lose too much if summed as is."""
-    if dt == np.float16 or dt == dtypes.bfloat16:
-        return np.dtype(np.float32)
-    return dt
+    return _FLOAT32 if dt in _HALVES else dt
+
+
+_FLOAT32 = np.dtype(np.float32)
+_HALVES = frozenset([np.dtype(np.float16), np.dtype(dtypes.bfloat16)])
 
 
 # ---------------------------------------------------------------------------------------
@@ -129,7 +131,7 @@ def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None
     def kernel(x: np.ndarray, *, axes: tuple[int, ...], **_: Any) -> np.ndarray:
         acc = _accumulator(x.dtype) if accumulate_wide else x.dtype
         out = ufunc.reduce(x, axis=axes, dtype=acc, initial=identity(x.dtype))
-        return np.asarray(out).astype(x.dtype, copy=False)
+        return np.asarray(out, dtype=x.dtype)
 
     def rule(x: ShapedArray, *, axes: tuple[int, ...], **_: Any) -> ShapedArray:
         check(name, x.dtype)
@@ -151,7 +153,7 @@ reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor, _check_logical, lambda d
 
 
 def _axes(axes: Sequence[int]) -> tuple[int, ...]:
-    return tuple(int(a) for a in axes)
+    return tuple(map(int, axes))
 
 
 def reduce_sum(operand_: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:

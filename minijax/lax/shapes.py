@@ -296,7 +296,7 @@ def _squeeze_rule(x: ShapedArray, dimensions: tuple[int, ...]) -> ShapedArray:
 
 
 squeeze_p = Primitive("squeeze")
-squeeze_p.def_impl(lambda x, dimensions: np.squeeze(x, dimensions))
+squeeze_p.def_impl(lambda x, dimensions: x.squeeze(dimensions))
 squeeze_p.def_abstract_eval(_squeeze_rule)
 
 

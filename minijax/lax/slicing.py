@@ -108,7 +108,7 @@ def _slice_rule(x: ShapedArray, start_indices: tuple[int, ...], limit_indices: t
 def _slice_kernel(x: np.ndarray, start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
                   strides: tuple[int, ...] | None) -> np.ndarray:
     steps = strides or (1,) * x.ndim
-    return x[tuple(builtins.slice(*box) for box in zip(start_indices, limit_indices, steps))]
+    return x[tuple(map(builtins.slice, start_indices, limit_indices, steps))]
 
 
 slice_p = Primitive("slice")
@@ -121,9 +121,9 @@ def slice(operand_: Any, start_indices: Sequence[int], limit_indices: Sequence[i
     """The box ``start_indices <= i < limit_indices`` (every ``strides``-th element)."""
     return slice_p.bind(
         operand(operand_, slice_p),
-        start_indices=tuple(int(i) for i in start_indices),
-        limit_indices=tuple(int(i) for i in limit_indices),
-        strides=None if strides is None else tuple(int(s) for s in strides),
+        start_indices=tuple(map(int, start_indices)),
+        limit_indices=tuple(map(int, limit_indices)),
+        strides=None if strides is None else tuple(map(int, strides)),
     )
 
 

@@ -24,27 +24,31 @@ _jnp_module: Any = None  # minijax.numpy, set by attach() (jnp imports this modu
 
 
 def _jnp(name: str) -> Callable[..., Any]:
-    """The ``jnp`` function ``name``, looked up when called, so jnp may grow after attach()."""
+    """The ``jnp`` function ``name`` (``attach()`` runs once ``jnp`` is complete)."""
     return getattr(_jnp_module, name)
 
 
 def _binary(name: str, reflected: bool = False) -> Callable[[Any, Any], Any]:
+    fn = _jnp(name)  # looked up once: operators are the hottest path of eager code
+
     def method(self: Any, other: Any) -> Any:
         if type(other) is not Array and not is_arraylike(other):
             return NotImplemented
-        fn = _jnp(name)
         return fn(other, self) if reflected else fn(self, other)
 
     return method
 
 
 def _unary(name: str) -> Callable[[Any], Any]:
-    return lambda self: _jnp(name)(self)
+    fn = _jnp(name)
+    return lambda self: fn(self)
 
 
 def _method(name: str) -> Callable[..., Any]:
+    fn = _jnp(name)
+
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return _jnp(name)(self, *args, **kwargs)
+        return fn(self, *args, **kwargs)
 
     method.__name__ = name
     return method
@@ -118,7 +122,7 @@ def _table() -> dict[str, Any]:
         table[f"__{op}__"] = _binary(name)
     for op, name in _UNARY_OPERATORS.items():
         table[f"__{op}__"] = _unary(name)
-    table["__getitem__"] = lambda self, index: _jnp("_getitem")(self, index)
+    table["__getitem__"] = _jnp("_getitem")
     table["__round__"] = lambda self, ndigits=None: _jnp("round")(self, ndigits or 0)
     for name in _METHODS:
         table[name] = _method(name)

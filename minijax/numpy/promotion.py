@@ -133,10 +133,44 @@ def _already_agree(args: tuple) -> bool:
     return True
 
 
+# The dtype kinds a weak Python scalar of each type takes on without changing them.
+_SCALAR_FITS = {bool: "b", int: "iufc", float: "fc", complex: "c"}
+
+
+def _scalars_fit(args: tuple) -> list[Any] | None:
+    """The next most common case, ``x * 2.0``: arrays that agree and Python scalars that
+    promotion would simply convert to the arrays' dtype (and weak type). Returns the
+    promoted operands, or ``None`` if the general rules must decide."""
+    aval = None
+    for arg in args:
+        if type(arg) is Array or isinstance(arg, Tracer):
+            if aval is None:
+                aval = arg.aval
+            elif (arg.aval.dtype != aval.dtype or arg.aval.weak_type != aval.weak_type
+                  or len(arg.aval.shape) != len(aval.shape)):
+                return None
+    if aval is None or config.jax_numpy_dtype_promotion != "standard":
+        return None
+    promoted = []
+    for arg in args:
+        kinds = _SCALAR_FITS.get(type(arg))
+        if kinds is not None:
+            if aval.dtype.kind not in kinds:
+                return None
+            arg = lax.convert_element_type(arg, aval.dtype, aval.weak_type)
+        elif type(arg) is not Array and not isinstance(arg, Tracer):
+            return None
+        promoted.append(arg)
+    return promoted
+
+
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
     """Everything ``jnp.add`` does before ``lax.add``: check, promote dtypes, then ranks."""
     if _already_agree(args):
         return list(args)
+    promoted = _scalars_fit(args)
+    if promoted is not None:
+        return promoted
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes(*args))
 
@@ -145,5 +179,8 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
     """As :func:`promote_args`, computing in floating point (for ``sin``, ``divide``, ...)."""
     if _already_agree(args) and args[0].aval.dtype in _INEXACT:
         return list(args)
+    promoted = _scalars_fit(args)
+    if promoted is not None and promoted[0].aval.dtype in _INEXACT:
+        return promoted
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes_inexact(*args))

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 
 from minijax import dtypes, lax
+from minijax.array import Array
 from minijax.compiler.jit import jit
+from minijax.core import Tracer
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import (
     broadcast_to,
@@ -69,9 +71,11 @@ def _statistic_axes(axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def _operand(name: str, a: Any, out: Any = None) -> Any:
-    check_arraylike(name, a)
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    if type(a) is Array or isinstance(a, Tracer):
+        return a
+    check_arraylike(name, a)
     return asarray(a)
 
 
@@ -82,7 +86,7 @@ def _default_int(unsigned: bool = False) -> np.dtype:
 def _summation_dtype(dt: np.dtype, promote_integers: bool = True) -> np.dtype:
     """NumPy's rule for sums and products: booleans and small integers widen to the
     default integer of their signedness, so that adding up int8s does not overflow."""
-    if dt == np.bool_:
+    if dt.kind == "b":
         return _default_int()
     if promote_integers and dt.kind in "iu" and dt.itemsize < _default_int().itemsize:
         return _default_int(unsigned=dt.kind == "u")
@@ -91,9 +95,10 @@ def _summation_dtype(dt: np.dtype, promote_integers: bool = True) -> np.dtype:
 
 def _upcast_half(dt: np.dtype) -> np.dtype:
     """The dtype to accumulate in: float16 and bfloat16 sums are done in float32."""
-    if dt == np.float16 or dt == dtypes.bfloat16:
-        return np.dtype(np.float32)
-    return dt
+    return np.dtype(np.float32) if dt in _HALVES else dt
+
+
+_HALVES = frozenset([np.dtype(np.float16), np.dtype(dtypes.bfloat16)])
 
 
 def _user_dtype(dtype: Any, name: str) -> np.dtype | None:
@@ -103,7 +108,7 @@ def _user_dtype(dtype: Any, name: str) -> np.dtype | None:
 def _accumulation_operand(a: Any, dtype: np.dtype) -> Any:
     """``a`` in the dtype a sum accumulates in. Halves are accumulated in float32 unless a
     dtype was asked for; booleans count as the default integer first (as JAX records)."""
-    if a.dtype == np.bool_:
+    if a.dtype.kind == "b":
         a = lax.convert_element_type(a, _default_int())
     return lax.convert_element_type(a, dtype)
 
