@@ -27,48 +27,15 @@ from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-B, D, H, C = 128, 784, 256, 10
-
-
-def data() -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((B, D)).astype(np.float32)
-    y = np.eye(C, dtype=np.float32)[rng.integers(0, C, B)]
-    params = ((rng.standard_normal((D, H)) * 0.05).astype(np.float32), np.zeros(H, np.float32),
-              (rng.standard_normal((H, C)) * 0.05).astype(np.float32), np.zeros(C, np.float32))
-    return params, x, y
-
-
-def make_loss(jnp: Any) -> Callable:
-    def loss(params, x, y):
-        w1, b1, w2, b2 = params
-        h = jnp.tanh(x @ w1 + b1)
-        logits = h @ w2 + b2
-        logits = logits - jnp.max(logits, axis=1, keepdims=True)
-        logp = logits - jnp.log(jnp.sum(jnp.exp(logits), axis=1, keepdims=True))
-        return -jnp.mean(jnp.sum(logp * y, axis=1))
-    return loss
-
-
-def numpy_step(params: tuple, x: np.ndarray, y: np.ndarray) -> tuple:
-    """The loss and its gradient, by hand, as a careful NumPy programmer writes them."""
-    w1, b1, w2, b2 = params
-    z = x @ w1
-    z += b1
-    h = np.tanh(z, out=z)
-    logits = h @ w2
-    logits += b2
-    logits -= logits.max(axis=1, keepdims=True)
-    e = np.exp(logits)
-    s = e.sum(axis=1, keepdims=True)
-    loss = -np.mean(np.sum((logits - np.log(s)) * y, axis=1))
-    g = e / s
-    g -= y
-    g /= B
-    gh = g @ w2.T
-    gh *= 1 - h * h
-    return loss, (x.T @ gh, gh.sum(0), h.T @ g, g.sum(0))
+from mlp import (  # noqa: E402  (benchmarks/mlp.py, beside this script)
+    BATCH,
+    CLASSES,
+    HIDDEN,
+    INPUTS,
+    example,
+    loss_for,
+    numpy_value_and_grad,
+)
 
 
 def median_microseconds(step: Callable[[], Any], repeats: int = 200) -> float:
@@ -96,37 +63,38 @@ def main() -> None:
     import minijax.numpy as mjnp
     from minijax.compiler import lowering, numpy_backend  # noqa: F401  (imported, not timed)
 
-    params, x, y = data()
+    params, x, y = example()
     results: dict[str, float] = {}
 
     # -- the step ------------------------------------------------------------------
-    mini_step = minijax.jit(minijax.value_and_grad(make_loss(mjnp)))
+    mini_step = minijax.jit(minijax.value_and_grad(loss_for(mjnp)))
     mparams, mx, my = minijax.device_put((params, x, y))
     run_mini = lambda: minijax.block_until_ready(mini_step(mparams, mx, my))
-    ours, theirs = run_mini(), numpy_step(params, x, y)
+    ours, theirs = run_mini(), numpy_value_and_grad(params, x, y)
     np.testing.assert_allclose(np.asarray(ours[0]), theirs[0], rtol=1e-5)
     for a, b in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(np.asarray(a), b, rtol=1e-4, atol=1e-6)
     results["minijax"] = median_microseconds(run_mini)
-    results["numpy"] = median_microseconds(lambda: numpy_step(params, x, y))
+    results["numpy"] = median_microseconds(lambda: numpy_value_and_grad(params, x, y))
     try:
         import jax
         import jax.numpy as jjnp
     except ImportError:
         jax = None
     if jax is not None:
-        jax_step = jax.jit(jax.value_and_grad(make_loss(jjnp)))
+        jax_step = jax.jit(jax.value_and_grad(loss_for(jjnp)))
         jparams, jx, jy = jax.device_put((params, x, y))
         results["jax"] = median_microseconds(
             lambda: jax.block_until_ready(jax_step(jparams, jx, jy)))
-    print(f"MLP value_and_grad step ({D}-{H}-{C}, batch {B}, float32), median:")
+    print(f"MLP value_and_grad step ({INPUTS}-{HIDDEN}-{CLASSES}, batch {BATCH}, float32), "
+          "median:")
     for name, micros in results.items():
         print(f"  {name:8s} {micros:8.0f} us   ({micros / results['numpy']:.2f}x numpy)")
 
     # -- the first call ------------------------------------------------------------
     def first_call(jit: Callable, grad: Callable, jnp: Any, args: tuple,
                    wait: Callable) -> float:
-        fresh = jit(grad(make_loss(jnp)))  # a new function: nothing cached
+        fresh = jit(grad(loss_for(jnp)))  # a new function: nothing cached
         start = time.perf_counter()
         wait(fresh(*args))
         return (time.perf_counter() - start) * 1e3
@@ -155,7 +123,7 @@ def main() -> None:
 
     # -- peak memory ---------------------------------------------------------------
     ours_peak = peak_bytes(run_mini)
-    numpy_peak = peak_bytes(lambda: numpy_step(params, x, y))
+    numpy_peak = peak_bytes(lambda: numpy_value_and_grad(params, x, y))
     print(f"peak memory of a step: minijax {ours_peak / 1e6:.2f} MB, numpy "
           f"{numpy_peak / 1e6:.2f} MB ({ours_peak / numpy_peak:.2f}x)")
 

@@ -30,49 +30,18 @@ from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+from mlp import (  # noqa: E402  (benchmarks/mlp.py, beside this script)
+    BATCH,
+    CLASSES,
+    HIDDEN,
+    INPUTS,
+    example,
+    loss_for,
+    numpy_value_and_grad,
+)
 
-BATCH, INPUTS, HIDDEN, CLASSES = 128, 784, 256, 10
 ROUNDS = 60
 TARGET = 3.0
-
-
-def example() -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
-    """Parameters (w1, b1, w2, b2), images and one-hot labels, float32, seeded."""
-    rng = np.random.default_rng(0)
-    normal = lambda *shape: rng.standard_normal(shape).astype(np.float32)
-    params = (0.05 * normal(INPUTS, HIDDEN), np.zeros(HIDDEN, np.float32),
-              0.05 * normal(HIDDEN, CLASSES), np.zeros(CLASSES, np.float32))
-    images = normal(BATCH, INPUTS)
-    labels = np.eye(CLASSES, dtype=np.float32)[rng.integers(0, CLASSES, BATCH)]
-    return params, images, labels
-
-
-def loss_for(jnp: Any) -> Callable[..., Any]:
-    """The loss, written once for any NumPy-like module (minijax's or JAX's ``jnp``)."""
-
-    def loss(params, images, labels):
-        w1, b1, w2, b2 = params
-        hidden = jnp.tanh(images @ w1 + b1)
-        logits = hidden @ w2 + b2
-        logits = logits - jnp.max(logits, axis=1, keepdims=True)
-        log_probabilities = logits - jnp.log(jnp.sum(jnp.exp(logits), axis=1, keepdims=True))
-        return -jnp.mean(jnp.sum(log_probabilities * labels, axis=1))
-
-    return loss
-
-
-def numpy_value_and_grad(params: tuple, images: np.ndarray, labels: np.ndarray) -> tuple:
-    """The loss and its gradient with a backward pass written by hand."""
-    w1, b1, w2, b2 = params
-    hidden = np.tanh(images @ w1 + b1)
-    logits = hidden @ w2 + b2
-    logits -= logits.max(axis=1, keepdims=True)
-    exp = np.exp(logits)
-    total = exp.sum(axis=1, keepdims=True)
-    loss = -np.mean(np.sum((logits - np.log(total)) * labels, axis=1))
-    d_logits = (exp / total - labels) / len(images)  # softmax minus one-hot, averaged
-    d_hidden = (d_logits @ w2.T) * (1 - hidden * hidden)
-    return loss, (images.T @ d_hidden, d_hidden.sum(0), hidden.T @ d_logits, d_logits.sum(0))
 
 
 def median_pair(forward: Callable[[], Any], gradient: Callable[[], Any]) -> tuple[float, float]:

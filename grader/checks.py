@@ -21,7 +21,8 @@ reference formula on inputs where it is safe).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,15 +72,16 @@ class Returned:
     value: Any
 
 
-def call(ns: Namespace, name: str, *args: Any) -> Returned:
+def call(ns: Namespace, name: str, *args: Any, hint: str | None = None) -> Returned:
     """Call the learner's function ``name`` from the notebook namespace with ``args``.
 
     Errors become specific messages: an undefined name, an exception raised by the learner's code
     (shown with the call that raised it), and an array argument modified in place -- a classic bug
     that a caller cannot see until their own data is corrupted. ``NotImplementedError`` passes
     through untouched: it means the exercise's stub was not replaced yet ("not attempted").
+    ``hint`` is added to the message when the learner's code raises.
     """
-    function = _lookup(ns, name)
+    function = learner_function(ns, name)
     shown = f"{name}({', '.join(show(arg) for arg in args)})"
     originals = [arg.copy() if isinstance(arg, np.ndarray) else None for arg in args]
     try:
@@ -87,14 +89,88 @@ def call(ns: Namespace, name: str, *args: Any) -> Returned:
     except NotImplementedError:
         raise
     except Exception as exc:
-        raise CheckFailed(f"{shown} raised {describe_exception(exc)}") from exc
+        raise _failure(f"{shown} raised {describe_exception(exc)}", hint) from exc
     for arg, original in zip(args, originals, strict=True):
         if original is not None and not np.array_equal(arg, original, equal_nan=True):
-            raise CheckFailed(
+            raise _failure(
                 f"{shown} modified its argument in place (it became {brief(arg)}); "
-                "leave the input alone and build a new array"
+                "leave the input alone and build a new array", hint
             )
     return Returned(call=shown, value=value)
+
+
+def call_described(function: Callable[..., Any], text: str, *args: Any,
+                   hint: str | None = None) -> Returned:
+    """Call ``function`` -- one the learner's code returned, or the learner's function
+    wrapped by the check (``jax.jit(f)``) -- with ``args``; messages name the call
+    ``text``. Errors become messages (with ``hint``); ``NotImplementedError`` (a stub not
+    replaced yet) passes through, as in :func:`call`, and so does a ``CheckFailed`` raised by
+    an instrument the check handed to the learner's code."""
+    if not callable(function):
+        raise CheckFailed(f"{text}: {brief(function)} is not a function")
+    try:
+        return Returned(call=text, value=function(*args))
+    except (NotImplementedError, CheckFailed):  # a stub, or the check's own instrument
+        raise
+    except Exception as exc:
+        raise _failure(f"{text} raised {describe_exception(exc)}", hint) from exc
+
+
+def call_returned(function: Callable[..., Any], shown: str, *args: Any,
+                  hint: str | None = None) -> Returned:
+    """:func:`call_described`, the call written as ``shown(arguments)``."""
+    text = f"{shown}({', '.join(show(arg) for arg in args)})"
+    return call_described(function, text, *args, hint=hint)
+
+
+class Shown:
+    """A function the check hands to the learner's code: messages show it as ``text``,
+    and it counts its calls (to check, say, that a gradient costs one evaluation)."""
+
+    def __init__(self, text: str, fun: Callable[..., Any]) -> None:
+        self.text, self.fun, self.calls = text, fun, 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.fun(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class ForbiddenTransformation(Exception):
+    """Raised, inside the learner's code, by a function an exercise asks not to use."""
+
+
+@contextlib.contextmanager
+def forbidding(module: Any, *names: str, instead: str) -> Iterator[None]:
+    """While the block runs, ``module.<name>`` (``jax.grad``, say) raises
+    :class:`ForbiddenTransformation`, with a message that says what to use ``instead``."""
+
+    def refuse(name: str) -> Callable[..., Any]:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise ForbiddenTransformation(f"this exercise is to be solved without "
+                                          f"jax.{name}: {instead}")
+        return refused
+
+    saved = {name: getattr(module, name) for name in names}
+    try:
+        for name in names:
+            setattr(module, name, refuse(name))
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(module, name, function)
+
+
+def expect_calls(got: Returned, fun: Shown, expected: int, hint: str | None = None, *,
+                 at_most: bool = False) -> None:
+    """Expect the learner's call ``got`` to have called ``fun`` ``expected`` times (or, with
+    ``at_most``, no more often): the cost of a method, counted."""
+    if fun.calls == expected or (at_most and fun.calls < expected):
+        return
+    wanted = ("once" if expected == 1 else f"at most {expected} times") if at_most else expected
+    raise _failure(f"{got.call} called {fun!r} {fun.calls} times; expected {wanted}", hint)
 
 
 def expect_close(
@@ -133,7 +209,19 @@ def expect_dtype(got: Returned, dtype: Any, *, hint: str | None = None) -> None:
 
 
 def show(value: Any) -> str:
-    """Python source that re-creates ``value``, so a learner can paste the failing call."""
+    """Python source that re-creates ``value``, so a learner can paste the failing call.
+    A minijax (or JAX) array is written with ``jnp``, the names the course's notebooks use,
+    and a committed one inside ``jax.device_put``."""
+    if _is_jax_array(value):
+        text = (f"jnp.{value.dtype.name}({np.asarray(value).item()!r})" if value.ndim == 0
+                else show(np.asarray(value)).replace("np.", "jnp."))
+        if getattr(value, "committed", False):
+            text = f"jax.device_put({text}, jax.devices()[{value.device.id}])"
+        return text
+    if _is_jax_device(value):
+        return f"jax.devices()[{value.id}]"
+    if isinstance(value, list):
+        return f"[{', '.join(show(item) for item in value)}]"
     if isinstance(value, np.ndarray):
         if value.size <= _SHOW_ALL:
             body = repr(value.tolist())
@@ -165,7 +253,20 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def _lookup(ns: Namespace, name: str) -> Callable[..., Any]:
+def _is_jax_array(value: Any) -> bool:
+    """A concrete minijax or JAX array (not a tracer), recognised without importing either."""
+    kind = type(value)
+    return kind.__module__.partition(".")[0] in ("minijax", "jax", "jaxlib") \
+        and kind.__name__ in ("Array", "ArrayImpl")
+
+
+def _is_jax_device(value: Any) -> bool:
+    return type(value).__module__.partition(".")[0] in ("minijax", "jaxlib") \
+        and hasattr(value, "platform") and hasattr(value, "id")
+
+
+def learner_function(ns: Namespace, name: str) -> Callable[..., Any]:
+    """The learner's function ``name``, or a message saying why there is none."""
     if name not in ns:
         raise CheckFailed(f"{name} is not defined: did you run the cell that defines it?")
     function = ns[name]

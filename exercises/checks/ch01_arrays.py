@@ -13,8 +13,6 @@ in 64-bit arithmetic, from the definition of each exercise.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 import minijax as jax
@@ -31,35 +29,6 @@ from grader.checks import (
     expect_equal,
     show,
 )
-from minijax.runtime import Device
-
-
-def source(value: Any) -> str:
-    """Python source that re-creates ``value``, minijax arrays and devices included, so a
-    learner can paste the failing call into a cell."""
-    if isinstance(value, jax.Array):
-        text = show(np.asarray(value)).replace("np.", "jnp.")
-        if value.committed:
-            text = f"jax.device_put({text}, jax.devices()[{value.device.id}])"
-        return text
-    if isinstance(value, list):
-        return f"[{', '.join(source(item) for item in value)}]"
-    if isinstance(value, Device):
-        return f"jax.devices()[{value.id}]"
-    return show(value)
-
-
-def call_jnp(ns: Any, name: str, *args: Any, hint: str | None = None) -> Returned:
-    """``grader.checks.call``, with minijax arrays shown as ``jnp.array(...)`` in messages,
-    and ``hint`` added to the message when the learner's function raises."""
-    plain = f"{name}({', '.join(show(arg) for arg in args)})"
-    shown = f"{name}({', '.join(source(arg) for arg in args)})"
-    try:
-        got = call(ns, name, *args)
-    except CheckFailed as failure:
-        message = str(failure).replace(plain, shown, 1)
-        raise CheckFailed(f"{message} -- hint: {hint}" if hint else message) from failure
-    return Returned(call=shown, value=got.value)
 
 
 def expect_jax_array(got: Returned, hint: str) -> None:
@@ -86,7 +55,7 @@ def check_histogram(ns):
         ([], 2, "no indices, no counts"),
     ]
     for values, n, hint in cases:
-        got = call_jnp(ns, "histogram", jnp.array(values, dtype=jnp.int32), n)
+        got = call(ns, "histogram", jnp.array(values, dtype=jnp.int32), n)
         expect_equal(got, counts(values, n), hint=hint)
         expect_dtype(got, np.int32, hint="start from jnp.zeros(n, dtype=jnp.int32)")
 
@@ -110,7 +79,7 @@ def check_normalize_rows(ns):
          "NumPy input too: convert with jnp.asarray(x) and compute with jnp"),
     ]
     for x, hint in cases:
-        got = call_jnp(ns, "normalize_rows", x, hint="use jnp functions and .at[] or "
+        got = call(ns, "normalize_rows", x, hint="use jnp functions and .at[] or "
                        "jnp.where, never x[i] = ...: JAX arrays are immutable")
         expect_jax_array(got, "compute with jnp functions, which return jax.Arrays")
         expect_close(got, unit_rows(x), rtol=1e-5, atol=1e-7, hint=hint)
@@ -137,7 +106,7 @@ def check_mean_abs_difference(ns):
     ]
     for a, b, hint in cases:
         want = np.mean(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)))
-        got = call_jnp(ns, "mean_abs_difference", a, b)
+        got = call(ns, "mean_abs_difference", a, b)
         expect_close(got, want, rtol=1e-6, hint=hint)
         expect_dtype(got, np.float32, hint="return the float32 mean, e.g. jnp.mean(...)")
 
@@ -170,11 +139,11 @@ def check_clip_and_count(ns):
         (jnp.array([0.25, 0.75]), 0.0, 1.0),
     ]
     for x, lo, hi in cases:
-        got = call_jnp(ns, "clip_and_count", x, lo, hi)
+        got = call(ns, "clip_and_count", x, lo, hi)
         _expect_clip_and_count(got, np.asarray(x), lo, hi)
 
     x, lo, hi = cases[0]
-    shown = f"jax.make_jaxpr(clip_and_count, static_argnums=(1, 2))({source(x)}, {lo}, {hi})"
+    shown = f"jax.make_jaxpr(clip_and_count, static_argnums=(1, 2))({show(x)}, {lo}, {hi})"
     try:
         jax.make_jaxpr(ns["clip_and_count"], static_argnums=(1, 2))(x, lo, hi)
     except NotImplementedError:
@@ -201,7 +170,7 @@ def check_sum_on_device(ns):
     ]
     for arrays, device in cases:
         want = np.sum([np.asarray(a) for a in arrays], axis=0)
-        got = call_jnp(ns, "sum_on_device", arrays, device, hint=hint)
+        got = call(ns, "sum_on_device", arrays, device, hint=hint)
         expect_jax_array(got, hint)
         expect_equal(got, want, hint="add the arrays elementwise")
         result = got.value

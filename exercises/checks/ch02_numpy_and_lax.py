@@ -25,6 +25,7 @@ import minijax.numpy as jnp
 from grader.checks import (
     CheckFailed,
     Returned,
+    Shown,
     brief,
     call,
     describe_exception,
@@ -35,19 +36,6 @@ from grader.checks import (
 )
 from minijax import core, dtypes, lax
 from minijax.jaxpr import eval_closed_jaxpr
-
-
-class Shown:
-    """A function argument that messages show as ``text`` (not as ``<function ...>``)."""
-
-    def __init__(self, text: str, fun: Callable[..., Any]) -> None:
-        self.text, self.fun = text, fun
-
-    def __call__(self, *args: Any) -> Any:
-        return self.fun(*args)
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 class NamedLattice(dict):
@@ -160,20 +148,6 @@ def check_logsumexp_lax(ns):
 # ---------------------------------------------------------------------------------------
 
 
-class CountedCalls:
-    """A function of arrays that shows as ``text`` and counts how often it is called."""
-
-    def __init__(self, text: str, fun: Callable[..., Any]) -> None:
-        self.text, self.fun, self.calls = text, fun, 0
-
-    def __call__(self, *args: Any) -> Any:
-        self.calls += 1
-        return self.fun(*args)
-
-    def __repr__(self) -> str:
-        return self.text
-
-
 def _three_steps(v: Any) -> Any:
     for _ in range(3):
         v = 2 * v + 1
@@ -196,7 +170,7 @@ def check_count_primitives(ns):
          {"dot_general": 1, "reduce_sum": 1, "add": 1}),
     ]
     for text, fun, args, value, counts in cases:
-        f = CountedCalls(text, fun)
+        f = Shown(text, fun)
         with core.set_current_trace(None):  # restores the evaluation trace whatever happens
             got = call(ns, "count_primitives", f, *args)
             after = core.current_trace()

@@ -2,14 +2,14 @@
 
 Expected derivatives are written out as formulas here (derived by hand and confirmed with
 SymPy), never taken from the solution notebook. Functions handed to the learner's code are
-:class:`Probe` objects: they show as readable source in messages and count their calls, so a
-check can tell "a central difference with a good step" (two calls, ~1e-11 relative error) from
-"a central difference with a poor step" (two calls, 1e-7) or "something else" (more calls).
+``grader.checks.Shown`` objects: they show as readable source in messages and count their
+calls, so a check can tell "a central difference with a good step" (two calls, ~1e-11
+relative error) from "a central difference with a poor step" (two calls, 1e-7) or
+"something else" (more calls).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,27 +18,14 @@ import sympy as sp
 from grader.checks import (
     CheckFailed,
     Returned,
-    brief,
+    Shown,
     call,
-    describe_exception,
+    call_returned,
     exercise,
+    expect_calls,
     expect_close,
     expect_equal,
 )
-
-
-class Probe:
-    """A function of one argument that shows as ``text`` and counts how often it is called."""
-
-    def __init__(self, text: str, fun: Callable[[Any], Any]) -> None:
-        self.text, self.fun, self.calls = text, fun, 0
-
-    def __call__(self, x: Any) -> Any:
-        self.calls += 1
-        return self.fun(x)
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def expect_accurate(got: Returned, expected: Any, *, rtol: float, hint: str) -> None:
@@ -64,13 +51,6 @@ def expect_accurate(got: Returned, expected: Any, *, rtol: float, hint: str) -> 
         )
 
 
-def expect_calls(got: Returned, probe: Probe, expected: int, hint: str) -> None:
-    if probe.calls != expected:
-        raise CheckFailed(
-            f"{got.call} called {probe!r} {probe.calls} times; expected {expected} -- hint: {hint}"
-        )
-
-
 @exercise("dh", points=1)
 def check_dh(ns):
     def dh(x):  # h(x) = log(1 + x**2) * cos(2 x), by the product and chain rules
@@ -82,19 +62,6 @@ def check_dh(ns):
     xs = np.array([-2.0, -0.5, 0.0, 0.3, 1.7, 4.0])
     expect_accurate(call(ns, "dh", xs), dh(xs), rtol=1e-12,
                     hint=hint + "; use numpy functions so that arrays work too")
-
-
-def _call_returned_function(function: Any, shown: str, *args: Any) -> Returned:
-    """Call a function the learner *returned*, turning its errors into messages."""
-    if not callable(function):
-        raise CheckFailed(f"{shown.split('(')[0]}(...) returned {brief(function)}, not a function")
-    call_text = f"{shown}({', '.join(map(repr, args))})"
-    try:
-        return Returned(call=call_text, value=function(*args))
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"{call_text} raised {describe_exception(exc)}") from exc
 
 
 @exercise("sympy_gradient", points=2)
@@ -115,7 +82,7 @@ def check_sympy_gradient(ns):
         shown = f"sympy_gradient({expr}, {variables})"
         function = call(ns, "sympy_gradient", expr, variables).value
         for point in points:
-            got = _call_returned_function(function, shown, *point)
+            got = call_returned(function, shown, *point)
             expect_accurate(got, gradient(*point), rtol=1e-12, hint=hint)
 
 
@@ -130,7 +97,7 @@ def check_central_difference_best(ns):
         ("np.sqrt", np.sqrt, 1e4, 0.005),
     ]
     for text, fun, x, derivative in cases:
-        probe = Probe(text, fun)
+        probe = Shown(text, fun)
         got = call(ns, "central_difference_best", probe, x)
         expect_calls(got, probe, 2, "evaluate f(x + h) and f(x - h), once each")
         expect_accurate(got, derivative, rtol=3e-10, hint=(
@@ -151,12 +118,12 @@ def check_complex_step_derivative(ns):
     hint = ("evaluate f once at x + 1j * h with h = 1e-20 and divide the imaginary part "
             "by h: no subtraction, so no rounding error")
     for x in (0.5, -2.0, 3.0):
-        probe = Probe("lambda z: np.exp(z) * np.sin(z) / (1 + z**2)", f)
+        probe = Shown("lambda z: np.exp(z) * np.sin(z) / (1 + z**2)", f)
         got = call(ns, "complex_step_derivative", probe, x)
         expect_calls(got, probe, 1, hint)
         expect_accurate(got, df(x), rtol=1e-14, hint=hint)
     xs = np.array([0.1, 1.0, 2.5])
-    probe = Probe("np.tanh", np.tanh)
+    probe = Shown("np.tanh", np.tanh)
     got = call(ns, "complex_step_derivative", probe, xs)
     expect_accurate(got, 1 / np.cosh(xs) ** 2, rtol=1e-14,
                     hint=hint + "; it works on arrays too")
@@ -172,10 +139,10 @@ def check_richardson(ns):
     for text, fun, x, h in [("np.exp", np.exp, 0.0, 0.1), ("np.sin", np.sin, 1.0, 0.2),
                             ("lambda x: x**5", lambda x: x**5, 1.5, 0.05)]:
         expected = (4 * central(fun, x, h / 2) - central(fun, x, h)) / 3
-        expect_accurate(call(ns, "richardson", Probe(text, fun), x, h), expected, rtol=1e-12,
+        expect_accurate(call(ns, "richardson", Shown(text, fun), x, h), expected, rtol=1e-12,
                         hint=hint)
     # fourth order: halving h divides the error by about 2**4 = 16
-    errors = [abs(float(call(ns, "richardson", Probe("np.exp", np.exp), 0.0, h).value) - 1.0)
+    errors = [abs(float(call(ns, "richardson", Shown("np.exp", np.exp), 0.0, h).value) - 1.0)
               for h in (0.2, 0.1)]
     if not 12 < errors[0] / errors[1] < 20:
         raise CheckFailed(

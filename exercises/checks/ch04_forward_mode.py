@@ -8,15 +8,15 @@ minijax (``jacfwd``), minijax's own function is a second reference.
 The exercises are about *forward* mode, so while a learner's function runs, the
 transformations that would do the exercise for it (``jax.jacfwd`` where the point is to build
 it, and reverse mode, ``jax.grad`` and friends, everywhere) are replaced by stubs that raise
-:class:`ForbiddenTransformation` with a message naming what to use instead. Functions handed
-to the learner's code are :class:`Counted`: they show as readable text in messages and count
-their calls, so a check can tell "one forward pass" from "one pass per input".
+``grader.checks.ForbiddenTransformation`` with a message naming what to use instead.
+Functions handed to the learner's code are ``grader.checks.Shown``: they show as readable
+text in messages and count their calls, so a check can tell "one forward pass" from "one
+pass per input".
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,59 +26,18 @@ import minijax.numpy as jnp
 from grader.checks import (
     CheckFailed,
     Returned,
+    Shown,
     call,
     describe_exception,
     exercise,
+    expect_calls,
     expect_close,
     expect_dtype,
+    forbidding,
 )
 from minijax import lax
 
 REVERSE_MODE = ("grad", "value_and_grad", "vjp", "jacrev", "hessian", "linearize")
-
-
-class ForbiddenTransformation(Exception):
-    """Raised by a transformation that an exercise asks not to use."""
-
-
-@contextlib.contextmanager
-def forbidding(*names: str, instead: str) -> Iterator[None]:
-    """While the block runs, ``minijax.<name>`` raises :class:`ForbiddenTransformation`."""
-
-    def stub(name: str) -> Callable[..., Any]:
-        def refuse(*args: Any, **kwargs: Any) -> Any:
-            raise ForbiddenTransformation(f"this exercise is to be solved without "
-                                          f"jax.{name}: {instead}")
-        return refuse
-
-    saved = {name: getattr(minijax, name) for name in names}
-    try:
-        for name in names:
-            setattr(minijax, name, stub(name))
-        yield
-    finally:
-        for name, function in saved.items():
-            setattr(minijax, name, function)
-
-
-class Counted:
-    """A function of arrays that shows as ``text`` and counts how often it is called."""
-
-    def __init__(self, text: str, fun: Callable[..., Any]) -> None:
-        self.text, self.fun, self.calls = text, fun, 0
-
-    def __call__(self, *args: Any) -> Any:
-        self.calls += 1
-        return self.fun(*args)
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def expect_calls(got: Returned, fun: Counted, expected: int, hint: str) -> None:
-    if fun.calls != expected:
-        raise CheckFailed(f"{got.call} called {fun!r} {fun.calls} times; expected {expected} "
-                          f"-- hint: {hint}")
 
 
 def expect_pair(got: Returned, hint: str) -> tuple[Returned, Returned]:
@@ -111,7 +70,7 @@ def _check_rule(ns: Any, name: str, args: tuple, value: np.ndarray, tangent: np.
                 reference: tuple) -> None:
     hint = RULE_HINTS[name]
     instead = "write the derivative formula with jnp (or lax) functions"
-    with forbidding("jvp", "jacfwd", *REVERSE_MODE, instead=instead):
+    with forbidding(minijax, "jvp", "jacfwd", *REVERSE_MODE, instead=instead):
         got = call(ns, name, *args)
     primal_out, tangent_out = expect_pair(got, hint)
     expect_close(primal_out, value, rtol=1e-5, hint="the primal output is the function's value")
@@ -237,8 +196,8 @@ def check_directional_derivative(ns):
          [-2.0, 2.0], -2 / np.sqrt(2)),
     ]
     for text, fun, x, v, expected in cases:
-        f = Counted(text, fun)
-        with forbidding("jacfwd", *REVERSE_MODE, instead="use jax.jvp"):
+        f = Shown(text, fun)
+        with forbidding(minijax, "jacfwd", *REVERSE_MODE, instead="use jax.jvp"):
             got = call(ns, "directional_derivative", f, jnp.array(x), jnp.array(v))
         expect_close(got, expected, rtol=1e-5,
                      hint=f"{hint}; the direction is the unit vector v / |v|")
@@ -268,10 +227,11 @@ def check_jacfwd_from_jvp(ns):
          np.einsum("ik,j->ijk", np.eye(3), x3) + np.einsum("i,jk->ijk", x3, np.eye(3))),
     ]
     for text, fun, x, expected in cases:
-        f = Counted(text, fun)
+        f = Shown(text, fun)
         xa = jnp.asarray(x, jnp.float32)
         reference = minijax.jacfwd(fun)(xa)
-        with forbidding("jacfwd", *REVERSE_MODE, instead="build the Jacobian from jax.jvp"):
+        with forbidding(minijax, "jacfwd", *REVERSE_MODE,
+                        instead="build the Jacobian from jax.jvp"):
             got = call(ns, "jacfwd_from_jvp", f, xa)
         shape = "output.shape + (n,)"
         expect_close(got, expected, rtol=1e-5, atol=1e-6, hint=f"{hint}; the shape is {shape}")
@@ -299,14 +259,14 @@ def check_newton_root(ns):
          lambda x: x * x - roots, jnp.ones(3), 6, np.sqrt([2.0, 3.0, 5.0])),
     ]
     for text, fun, x0, steps, root in cases:
-        f = Counted(text, fun)
-        with forbidding("jacfwd", *REVERSE_MODE, instead="use jax.jvp"):
+        f = Shown(text, fun)
+        with forbidding(minijax, "jacfwd", *REVERSE_MODE, instead="use jax.jvp"):
             got = call(ns, "newton_root", f, x0, steps)
         expect_close(got, root, rtol=2e-6, hint=hint)
         expect_calls(got, f, steps, "jax.jvp returns f(x) together with the derivative: one "
                                     "call of f per step")
 
-    f = Counted("lambda x: x ** 3 - 2 * x - 5", lambda x: x**3 - 2 * x - 5)
+    f = Shown("lambda x: x ** 3 - 2 * x - 5", lambda x: x**3 - 2 * x - 5)
     got = call(ns, "newton_root", f, 2.0, 1)
     expect_close(got, 2.1, rtol=1e-6, hint=f"one step from 2: 2 - f(2) / f'(2) = 2 - (-1) / 10; "
                                            f"{hint}")
@@ -342,8 +302,8 @@ def check_hvp_forward(ns):
     instead = ("forward mode only (one test function has a while_loop, which reverse mode "
                "cannot differentiate): compute the gradient with jax.jacfwd")
     for text, fun, expected in cases:
-        f = Counted(text, fun)
-        with forbidding(*REVERSE_MODE, instead=instead):
+        f = Shown(text, fun)
+        with forbidding(minijax, *REVERSE_MODE, instead=instead):
             got = call(ns, "hvp_forward", f, jnp.asarray(x, jnp.float32),
                        jnp.asarray(v, jnp.float32))
         expect_close(got, expected, rtol=1e-5, atol=1e-5, hint=hint)

@@ -9,10 +9,6 @@ check can tell "one linearization" (one call) from "one evaluation per direction
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
-from typing import Any
-
 import numpy as np
 
 import minijax as jax
@@ -20,66 +16,17 @@ import minijax.numpy as jnp
 from grader.checks import (
     CheckFailed,
     Returned,
+    Shown,
     brief,
     call,
+    call_returned,
     describe_exception,
     exercise,
+    expect_calls,
     expect_close,
+    forbidding,
     show,
 )
-
-
-class Shown:
-    """A function argument that messages show as ``text``; it counts its calls."""
-
-    def __init__(self, text: str, fun: Callable[..., Any]) -> None:
-        self.text, self.fun, self.calls = text, fun, 0
-
-    def __call__(self, *args: Any) -> Any:
-        self.calls += 1
-        return self.fun(*args)
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def source(value: Any) -> str:
-    """Python source for ``value``, with minijax arrays as ``jnp.array(...)``."""
-    if isinstance(value, jax.Array):
-        return show(np.asarray(value)).replace("np.", "jnp.")
-    return show(value)
-
-
-def call_shown(ns: Any, name: str, *args: Any, hint: str | None = None) -> Returned:
-    """``grader.checks.call`` with minijax arrays shown as ``jnp.array(...)``, and ``hint``
-    added when the learner's function raises."""
-    plain = f"{name}({', '.join(show(arg) for arg in args)})"
-    shown = f"{name}({', '.join(source(arg) for arg in args)})"
-    try:
-        got = call(ns, name, *args)
-    except CheckFailed as failure:
-        message = str(failure).replace(plain, shown, 1)
-        raise CheckFailed(f"{message} -- hint: {hint}" if hint else message) from failure
-    return Returned(call=shown, value=got.value)
-
-
-def call_returned(function: Any, shown: str, *args: Any) -> Returned:
-    """Call a function the learner's code *returned* (or defined), turning errors into
-    messages."""
-    text = f"{shown}({', '.join(source(arg) for arg in args)})"
-    try:
-        return Returned(call=text, value=function(*args))
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"{text} raised {describe_exception(exc)}") from exc
-
-
-def expect_calls(got: Returned, fun: Shown, most: int, hint: str) -> None:
-    if fun.calls > most:
-        expected = "once" if most == 1 else f"at most {most} times"
-        raise CheckFailed(f"{got.call} called {fun!r} {fun.calls} times; expected {expected}"
-                          f" -- hint: {hint}")
 
 
 def expect_float32_array(got: Returned, shape: tuple[int, ...], hint: str) -> None:
@@ -123,7 +70,8 @@ def check_tape_gradient(ns):
     for text, fun, point, expected in cases:
         f = Shown(text, fun)
         got = call(ns, "tape_gradient", f, *point)
-        expect_calls(got, f, 1, "record f once, on one tape, then replay the tape")
+        expect_calls(got, f, 1, "record f once, on one tape, then replay the tape",
+                     at_most=True)
         if not isinstance(got.value, (list, tuple)):
             raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected a list of "
                               f"{len(expected)} floats like {expected}")
@@ -151,7 +99,7 @@ def check_difference_transpose(ns):
     rng = np.random.default_rng(5)
     for n in (2, 3, 6):
         c = jnp.asarray(rng.standard_normal(n - 1), dtype=jnp.float32)
-        got = call_shown(ns, "difference_transpose", c, hint=hint)
+        got = call(ns, "difference_transpose", c, hint=hint)
         expect_float32_array(got, (n,), hint)
         expect_close(got, _difference_transpose_formula(np.asarray(c, np.float64)),
                      rtol=1e-6, atol=1e-6, hint=hint)
@@ -163,13 +111,13 @@ def check_difference_transpose(ns):
         right = float(np.dot(np.asarray(got.value, np.float64), np.asarray(t, np.float64)))
         if not np.isclose(left, right, rtol=1e-5, atol=1e-5):
             raise CheckFailed(f"<c, difference(t)> = {left:.6f} but <{got.call}, t> = "
-                              f"{right:.6f} for t = {source(t)}; they must be equal")
+                              f"{right:.6f} for t = {show(t)}; they must be equal")
     c = jnp.asarray([1.0, -2.0, 0.5], dtype=jnp.float32)
     try:
         jax.make_jaxpr(ns["difference_transpose"])(c)
     except Exception as exc:
         raise CheckFailed(
-            f"jax.make_jaxpr(difference_transpose)({source(c)}) raised "
+            f"jax.make_jaxpr(difference_transpose)({show(c)}) raised "
             f"{describe_exception(exc)} -- hint: write it with lax or jnp functions only, "
             "without NumPy or a Python loop over the values") from exc
 
@@ -177,26 +125,6 @@ def check_difference_transpose(ns):
 # ---------------------------------------------------------------------------------------
 # Exercise 3: jacrev from vjp
 # ---------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _forbidden(*names: str) -> Iterator[None]:
-    """Make ``jax.<name>`` raise while the learner's code runs."""
-    saved = {name: getattr(jax, name) for name in names}
-
-    def refuse(name: str) -> Callable[..., Any]:
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError(f"jax.{name} is off limits in this exercise: build the "
-                               "Jacobian from jax.vjp")
-        return refused
-
-    try:
-        for name in names:
-            setattr(jax, name, refuse(name))
-        yield
-    finally:
-        for name, fun in saved.items():
-            setattr(jax, name, fun)
 
 
 @exercise("jacrev_from_vjp", points=2)
@@ -226,13 +154,14 @@ def check_jacrev_from_vjp(ns):
     for text, fun, point, jacobian in cases:
         f = Shown(text, fun)
         x = jnp.asarray(point, dtype=jnp.float32)
-        with _forbidden("jacrev", "jacfwd", "hessian"):
-            got = call_shown(ns, "jacrev_from_vjp", f, x, hint=hint)
+        with forbidding(jax, "jacrev", "jacfwd", "hessian",
+                        instead="build the Jacobian from jax.vjp"):
+            got = call(ns, "jacrev_from_vjp", f, x, hint=hint)
         expected = jacobian(point)
         expect_float32_array(got, expected.shape, hint)
         expect_close(got, expected, rtol=1e-5, atol=1e-6, hint=hint)
         expect_calls(got, f, 1, "one jax.vjp linearizes f once; then call its VJP function "
-                                "once per output, without calling f again")
+                     "once per output, without calling f again", at_most=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -251,17 +180,17 @@ def check_newton_minimize(ns):
                        lambda p: (1 - p[0]) ** 2 + 100 * (p[1] - p[0] ** 2) ** 2)
     hint = "repeat `steps` times: x = x - jnp.linalg.solve(jax.hessian(f)(x), jax.grad(f)(x))"
     start = jnp.asarray([5.0, -3.0], dtype=jnp.float32)
-    got = call_shown(ns, "newton_minimize", quadratic, start, 1, hint=hint)
+    got = call(ns, "newton_minimize", quadratic, start, 1, hint=hint)
     expect_close(got, np.linalg.solve(a, b), rtol=1e-5, atol=1e-5,
                  hint="on a quadratic one Newton step lands on the minimum A^-1 b; " + hint)
-    got = call_shown(ns, "newton_minimize", quadratic, start, 0, hint=hint)
+    got = call(ns, "newton_minimize", quadratic, start, 0, hint=hint)
     expect_close(got, [5.0, -3.0], hint="zero steps leave x0 as it is")
     start = jnp.asarray([-1.2, 1.0], dtype=jnp.float32)
-    got = call_shown(ns, "newton_minimize", rosenbrock, start, 1, hint=hint)
+    got = call(ns, "newton_minimize", rosenbrock, start, 1, hint=hint)
     # one step by hand: g = (-215.6, -88), H = [[1330, 480], [480, 200]]
     step = np.linalg.solve([[1330.0, 480.0], [480.0, 200.0]], [-215.6, -88.0])
     expect_close(got, np.array([-1.2, 1.0]) - step, rtol=1e-4, hint=hint)
-    got = call_shown(ns, "newton_minimize", rosenbrock, start, 8, hint=hint)
+    got = call(ns, "newton_minimize", rosenbrock, start, 8, hint=hint)
     expect_close(got, [1.0, 1.0], rtol=1e-4, atol=1e-4,
                  hint="Rosenbrock's minimum is (1, 1); Newton reaches it in about 5 steps")
 
@@ -292,11 +221,11 @@ def check_hvp(ns):
     ]
     for text, fun, expected in cases:
         f = Shown(text, fun)
-        got = call_shown(ns, "hvp", f, jnp.asarray(x, jnp.float32), jnp.asarray(v, jnp.float32),
+        got = call(ns, "hvp", f, jnp.asarray(x, jnp.float32), jnp.asarray(v, jnp.float32),
                          hint=hint)
         expect_close(got, expected(x, v), rtol=1e-4, atol=1e-4, hint=hint)
         expect_calls(got, f, 2, "the JVP of jax.grad(f) traces f once; a full Hessian "
-                                f"(jax.hessian) would evaluate f {n} times")
+                     f"(jax.hessian) would evaluate f {n} times", at_most=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -312,7 +241,7 @@ def check_softplus(ns):
     sigmoid = 1 / (1 + np.exp(-x64))
     hint = ("the value: jnp.maximum(x, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(x))); fwd returns "
             "(softplus(x), x); bwd(x, cotangent) returns (cotangent * lax.logistic(x),)")
-    got = call_shown(ns, "softplus", jnp.asarray(xs), hint=hint)
+    got = call(ns, "softplus", jnp.asarray(xs), hint=hint)
     expect_float32_array(got, xs.shape, hint)
     expect_close(got, value, rtol=2e-6, atol=1e-30, hint=hint)
     softplus = ns["softplus"]

@@ -17,7 +17,16 @@ import numpy as np
 
 import minijax as jax
 import minijax.numpy as jnp
-from grader.checks import CheckFailed, Returned, brief, describe_exception, exercise, expect_close
+from grader.checks import (
+    CheckFailed,
+    Returned,
+    brief,
+    call_described,
+    describe_exception,
+    exercise,
+    expect_close,
+    learner_function,
+)
 from minijax import core, lax
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, check_jaxpr, eval_jaxpr
 
@@ -35,27 +44,11 @@ class Program:
         return f"the jaxpr of `{self.text}`"
 
 
-def _function(ns: Any, name: str) -> Callable[..., Any]:
-    if name not in ns:
-        raise CheckFailed(f"{name} is not defined: did you run the cell that defines it?")
-    function = ns[name]
-    if not callable(function):
-        raise CheckFailed(f"{name} should be a function, but it is of type "
-                          f"{type(function).__name__}")
-    return function
-
-
 def call_on(ns: Any, name: str, shown: str, *args: Any, where: str = "") -> Returned:
     """Call the learner's ``name`` on ``args``, shown in messages as ``name(shown)``, followed
     by ``where`` (what the names in ``shown`` stand for)."""
-    function = _function(ns, name)
     text = f"{name}({shown})" + (f" {where}" if where else "")
-    try:
-        return Returned(call=text, value=function(*args))
-    except (NotImplementedError, CheckFailed):
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"{text} raised {describe_exception(exc)}") from exc
+    return call_described(learner_function(ns, name), text, *args)
 
 
 def _nested(params: dict[str, Any]) -> Iterator[Jaxpr]:
@@ -476,7 +469,7 @@ def check_flops(ns):
                               f"is:\n{jaxpr}\n-- hint: {hint}")
     program = Program("lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x)",
                       lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x), 1.0)
-    function = _function(ns, "flops")
+    function = learner_function(ns, "flops")
     text = f"flops({program.describe()})"
     try:
         value = function(program.closed().jaxpr)

@@ -21,9 +21,9 @@ import minijax as jax
 import minijax.numpy as jnp
 from grader.checks import (
     CheckFailed,
-    Returned,
     brief,
     call,
+    call_described,
     describe_exception,
     exercise,
     show,
@@ -33,17 +33,6 @@ from minijax.compiler import lowering, numpy_backend, passes, stablehlo
 from minijax.lax.elementwise import FLOAT, operand, unary_rule
 
 f32 = np.float32
-
-
-def _call_returned(function: Any, shown: str, *args: Any) -> Returned:
-    """Call something the learner's code returned; its errors become messages.
-    ``NotImplementedError`` passes through: a stub not replaced yet."""
-    try:
-        return Returned(call=shown, value=function(*args))
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"{shown} raised {describe_exception(exc)}") from exc
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,7 +239,7 @@ def check_leaky_relu_lowering(ns):
         want = jax.jit(lambda x, s=slope: lax.select(x > 0, x, x * s)).lower(spec).as_text()
         shown = f"lowering leaky_relu(x, negative_slope={slope}) for x of type {type_name}"
         with _registered(rule):
-            got = _call_returned(_lower_leaky_relu, shown, spec, slope)
+            got = call_described(_lower_leaky_relu, shown, spec, slope)
         if got.value != want:
             raise CheckFailed(
                 f"{shown} gave other StableHLO than `lax.select(x > 0, x, x * {slope})` "
@@ -423,7 +412,7 @@ def check_cache_key(ns):
     for first_text, first, second_text, second, static in _KEY_CASES:
         keys = []
         for text, args in ((first_text, first), (second_text, second)):
-            got = _call_returned(function, f"cache_key({text}, static_argnums={static})",
+            got = call_described(function, f"cache_key({text}, static_argnums={static})",
                                  args, static)
             try:
                 hash(got.value)

@@ -23,10 +23,11 @@ from grader.checks import (
     Returned,
     brief,
     call,
+    call_returned,
     describe_exception,
     exercise,
     expect_close,
-    show,
+    learner_function,
 )
 
 
@@ -42,38 +43,6 @@ class Counted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
         return self.fun(*args, **kwargs)
-
-
-def _function(ns: Any, name: str) -> Callable[..., Any]:
-    if name not in ns:
-        raise CheckFailed(f"{name} is not defined: did you run the cell that defines it?")
-    if not callable(ns[name]):
-        raise CheckFailed(f"{name} should be a function, but it is of type "
-                          f"{type(ns[name]).__name__}")
-    return ns[name]
-
-
-def source(value: Any) -> str:
-    """Python source for ``value``, with minijax arrays as ``jnp.array(...)``."""
-    if isinstance(value, jax.Array):
-        if value.ndim == 0:  # jnp.float32(2.0), jnp.int32(0)
-            return f"jnp.{value.dtype.name}({np.asarray(value).item()!r})"
-        return show(np.asarray(value)).replace("np.", "jnp.")
-    return show(value)
-
-
-def call_returned(function: Callable[..., Any], shown: str, *args: Any,
-                  hint: str | None = None) -> Returned:
-    """Call ``function`` (the learner's, jitted or wrapped by the check) and turn errors into
-    messages that show the call; ``NotImplementedError`` (a stub) passes through."""
-    text = f"{shown}({', '.join(source(arg) for arg in args)})"
-    try:
-        return Returned(call=text, value=function(*args))
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        message = f"{text} raised {describe_exception(exc)}"
-        raise CheckFailed(f"{message} -- hint: {hint}" if hint else message) from exc
 
 
 def expect_pair(got: Returned, hint: str) -> tuple[Any, Any]:
@@ -123,7 +92,7 @@ def check_scale_by_calls_pure(ns):
         raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected (1, 2.0) -- "
                           f"hint: {hint}")
     global_before = ns.get("calls")
-    pure = Counted(_function(ns, "scale_by_calls_pure"))
+    pure = Counted(learner_function(ns, "scale_by_calls_pure"))
     fast = jax.jit(pure)
     x = jnp.array([1.0, -2.0, 0.5])
     state = jnp.int32(0)
@@ -156,9 +125,9 @@ def check_huber(ns):
     hint = ("compute both pieces and choose with jnp.where(jnp.abs(x) <= delta, quadratic, "
             "linear); Python's `if` cannot branch on traced values")
     xs = np.array([-3.0, -1.0, -0.5, 0.0, 0.25, 1.0, 2.0], np.float32)
-    got = call_returned(_function(ns, "huber"), "huber", jnp.asarray(xs), 1.0, hint=hint)
+    got = call_returned(learner_function(ns, "huber"), "huber", jnp.asarray(xs), 1.0, hint=hint)
     expect_close(got, _huber(xs, 1.0), rtol=1e-6, atol=1e-7, hint=hint)
-    counted = Counted(_function(ns, "huber"))
+    counted = Counted(learner_function(ns, "huber"))
     fast = jax.jit(counted)
     for delta in (1.0, 0.5, 2.5):
         got = call_returned(fast, "jax.jit(huber)", jnp.asarray(xs), jnp.float32(delta),
@@ -199,7 +168,7 @@ def check_sqrt_newton(ns):
     hint = ("lax.while_loop(cond_fun, body_fun, (jnp.maximum(a, 1.0), 0)): cond_fun(state) "
             "says whether |x*x - a| > 1e-5 * a, body_fun(state) returns "
             "(0.5 * (x + a / x), steps + 1)")
-    counted = Counted(_function(ns, "sqrt_newton"))
+    counted = Counted(learner_function(ns, "sqrt_newton"))
     fast = jax.jit(counted)
     values = (2.0, 9.0, 0.25, 1e-4, 1e4, 1.0, 12345.678)
     for a in values:
@@ -248,7 +217,7 @@ def _poly_features(x: np.ndarray, degree: int, scale: float) -> np.ndarray:
 def check_make_fast_poly_features(ns):
     hint = ("degree decides the shape of the result (range(degree + 1)), so it must be "
             "static: jax.jit(poly_features, static_argnums=1); scale is data and stays traced")
-    original = _function(ns, "poly_features")
+    original = learner_function(ns, "poly_features")
     counted = Counted(original)
     ns["poly_features"] = counted  # the function the learner jits: it counts its traces
     try:

@@ -37,7 +37,7 @@ from minijax.interpreters.ad import Zero, add_tangents, instantiate, tangent_ava
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_closed_jaxpr
-from minijax.lax.control_flow.common import consts_as_inputs, merge_consts
+from minijax.lax.control_flow.common import consts_as_inputs, merge_consts, split_list
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
 from minijax.lax.elementwise import convert_element_type
@@ -47,15 +47,6 @@ from minijax.tracing import trace_to_jaxpr
 # ---------------------------------------------------------------------------------------
 # Helpers: tracing, regrouping, zeros
 # ---------------------------------------------------------------------------------------
-
-
-def _split(values: Sequence[Any], *sizes: int) -> list[list[Any]]:
-    """``values`` cut into consecutive pieces of the given sizes, plus the rest."""
-    pieces, start = [], 0
-    for size in sizes:
-        pieces.append(list(values[start:start + size]))
-        start += size
-    return [*pieces, list(values[start:])]
 
 
 def _pick(values: Sequence[Any], mask: Sequence[bool], keep: bool = True) -> list[Any]:
@@ -83,7 +74,7 @@ def _regroup(closed: ClosedJaxpr, in_groups: Sequence[int], in_order: Sequence[i
     def reorder(items: list, groups: Sequence[int], order: Sequence[int]) -> list:
         if not groups:
             return items
-        pieces = _split(items, *groups)
+        pieces = split_list(items, *groups)
         return [x for i in order for x in pieces[i]]
 
     j = closed.jaxpr
@@ -207,7 +198,7 @@ def _cond_jvp(primals: list, tangents: list, *, branches: tuple[ClosedJaxpr, ...
     jaxprs, consts = merge_consts([_closed(j, c) for j, c, _ in traced])
     given = [t for t in tangents[1:] if not _is_zero(t)]
     outs = cond_p.bind(index, *consts, *ops, *given, branches=tuple(jaxprs))
-    primals_out, tangents_out = _split(outs, len(out_nz))
+    primals_out, tangents_out = split_list(outs, len(out_nz))
     zeros = [Zero.like(p) for p in primals_out]
     return primals_out, _merge(out_nz, tangents_out, _pick(zeros, out_nz, keep=False))
 
@@ -238,7 +229,7 @@ def _known_branch(known: ClosedJaxpr, n_out: int, slots: list[ShapedArray],
     """A known branch returning its outputs, then every residual slot (its own residuals
     in its slots, zeros in the others)."""
     def fun(*args: Any) -> list[Any]:
-        outs, residuals = _split(eval_closed_jaxpr(known, *args), n_out)
+        outs, residuals = split_list(eval_closed_jaxpr(known, *args), n_out)
         values = [None] * len(slots)
         for slot, r in zip(mine, residuals):
             values[slot] = r
@@ -251,7 +242,7 @@ def _unknown_branch(unknown: ClosedJaxpr, num_res: int, slots: list[ShapedArray]
                     mine: list[int]) -> ClosedJaxpr:
     """An unknown branch that takes every residual slot and reads its own."""
     def fun(*args: Any) -> list[Any]:
-        all_slots, ops = _split(args, len(slots))
+        all_slots, ops = split_list(args, len(slots))
         return eval_closed_jaxpr(unknown, *[all_slots[s] for s in mine], *ops)
 
     return trace_to_jaxpr(fun, [*slots, *unknown.in_avals[num_res:]])
@@ -279,7 +270,7 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> li
     with core.set_current_trace(trace.parent):
         known_outs = cond_p.bind(index, *known_consts, *_pick(ops, unknown, keep=False),
                                  branches=tuple(known_branches))
-    known_outs, residuals = _split(known_outs, n_known_out)
+    known_outs, residuals = split_list(known_outs, n_known_out)
 
     unknown_branches, unknown_consts = merge_consts([
         _unknown_branch(u, n, slots, mine) for (_, u, _, n), mine in zip(splits, assignments)])
@@ -300,7 +291,7 @@ def _cond_transpose(cts: list, index: Any, *ops: Any, branches: tuple[ClosedJaxp
 
     def transposed(branch: ClosedJaxpr) -> ClosedJaxpr:
         def fun(*args: Any) -> list[Any]:
-            res, ct_values = _split(args, len(residuals))
+            res, ct_values = split_list(args, len(residuals))
             ct_out = _merge(ct_mask, ct_values, _pick(cts, ct_mask, keep=False))
             inputs = _merge(linear, [None] * len(linear), res)
             cts_in = backward_pass(branch.jaxpr, branch.consts, linear, inputs, ct_out)
@@ -347,7 +338,7 @@ def _loop_jvp_fixed_point(body: ClosedJaxpr, const_nz: list[bool], carry_nz: lis
     while True:
         jaxpr, consts, out_nz = jvp_jaxpr(body, const_nz + carry_nz + xs_nz,
                                           carry_nz + [False] * num_ys)
-        carry_out_nz, ys_nz = _split(out_nz, num_carry)
+        carry_out_nz, ys_nz = split_list(out_nz, num_carry)
         if carry_out_nz == carry_nz:
             return jaxpr, consts, carry_nz, ys_nz
         carry_nz = [a or b for a, b in zip(carry_nz, carry_out_nz)]
@@ -357,8 +348,8 @@ def _while_jvp(primals: list, tangents: list, *, cond_jaxpr: ClosedJaxpr,
                body_jaxpr: ClosedJaxpr, cond_nconsts: int, body_nconsts: int
                ) -> tuple[list, list]:
     """One ``while`` carrying primals and tangents; the condition ignores the tangents."""
-    cond_consts, body_consts, carry = _split(primals, cond_nconsts, body_nconsts)
-    _, body_dots, carry_dots = _split(tangents, cond_nconsts, body_nconsts)
+    cond_consts, body_consts, carry = split_list(primals, cond_nconsts, body_nconsts)
+    _, body_dots, carry_dots = split_list(tangents, cond_nconsts, body_nconsts)
     const_nz = [not _is_zero(t) for t in body_dots]
     carry_nz = [not _is_zero(t) for t in carry_dots]
     body, consts, carry_nz, _ = _loop_jvp_fixed_point(body_jaxpr, const_nz, carry_nz, [])
@@ -373,7 +364,7 @@ def _while_jvp(primals: list, tangents: list, *, cond_jaxpr: ClosedJaxpr,
                         *carry, *carry_dots, cond_jaxpr=cond, body_jaxpr=body,
                         cond_nconsts=cond_nconsts,
                         body_nconsts=nc + nb + const_nz.count(True))
-    primals_out, tangents_out = _split(outs, nk)
+    primals_out, tangents_out = split_list(outs, nk)
     zeros = [Zero.like(p) for p in primals_out]
     return primals_out, _merge(carry_nz, tangents_out, _pick(zeros, carry_nz, keep=False))
 
@@ -388,7 +379,7 @@ def _while_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> l
     cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
     cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
     unknown = [trace.is_unknown(x) for x in args]
-    cond_uk, const_uk, carry_uk = _split(unknown, cond_nconsts, body_nconsts)
+    cond_uk, const_uk, carry_uk = split_list(unknown, cond_nconsts, body_nconsts)
     while True:
         known, _, out_uk, num_res = partial_eval_jaxpr(body_jaxpr, const_uk + carry_uk,
                                                        carry_uk)
@@ -405,7 +396,7 @@ def _while_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> l
     cond = Jaxpr(cj.constvars, [*cj.invars[:cond_nconsts],
                                 *_pick(cj.invars[cond_nconsts:], carry_uk, keep=False)],
                  cj.outvars, cj.eqns)
-    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    cond_consts, body_consts, carry = split_list(args, cond_nconsts, body_nconsts)
     with core.set_current_trace(trace.parent):
         known_outs = while_p.bind(
             *cond_consts, *_pick(body_consts, const_uk, keep=False),
@@ -437,8 +428,8 @@ def _scan_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, length: int,
               reverse: bool, unroll: int, num_consts: int, num_carry: int
               ) -> tuple[list, list]:
     """One ``scan`` whose consts, carry and xs each hold primals, then non-zero tangents."""
-    consts, carry, xs = _split(primals, num_consts, num_carry)
-    const_dots, carry_dots, xs_dots = _split(tangents, num_consts, num_carry)
+    consts, carry, xs = split_list(primals, num_consts, num_carry)
+    const_dots, carry_dots, xs_dots = split_list(tangents, num_consts, num_carry)
     const_nz, carry_nz, xs_nz = ([not _is_zero(t) for t in group]
                                  for group in (const_dots, carry_dots, xs_dots))
     body, body_consts, carry_nz, ys_nz = _loop_jvp_fixed_point(jaxpr, const_nz, carry_nz,
@@ -455,7 +446,7 @@ def _scan_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, length: int,
                        reverse=reverse, unroll=unroll,
                        num_consts=nb + num_consts + const_nz.count(True),
                        num_carry=num_carry + n_carry_dots)
-    carry_out, carry_dots_out, ys, ys_dots = _split(outs, num_carry, n_carry_dots, nys)
+    carry_out, carry_dots_out, ys, ys_dots = split_list(outs, num_carry, n_carry_dots, nys)
     zeros = [Zero.like(p) for p in [*carry_out, *ys]]
     nonzeros = carry_nz + ys_nz
     return [*carry_out, *ys], _merge(nonzeros, carry_dots_out + ys_dots,
@@ -471,7 +462,7 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> li
     unknown = [trace.is_unknown(x) for x in args]
     if all(unknown):
         return trace.record(scan_p, args, params)
-    const_uk, carry_uk, xs_uk = _split(unknown, num_consts, num_carry)
+    const_uk, carry_uk, xs_uk = split_list(unknown, num_consts, num_carry)
     num_ys = len(jaxpr.out_avals) - num_carry
     while True:  # an unknown carry makes the carries it feeds unknown: iterate
         known, unk, out_uk, num_res = partial_eval_jaxpr(
@@ -499,12 +490,12 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> li
         outs = scan_p.bind(*known_args, jaxpr=ClosedJaxpr(body, known.consts),
                            length=params["length"], reverse=params["reverse"],
                            unroll=params["unroll"], num_consts=n_kc, num_carry=n_kk)
-    known_outs, stacked_values = _split(outs, n_known_out)
+    known_outs, stacked_values = split_list(outs, n_known_out)
     values = iter(stacked_values)
     res_values = [known_args[i] if i >= 0 else next(values) for i in where]
 
     u = unk.jaxpr
-    res_vars, unknown_in = _split(u.invars, num_res)
+    res_vars, unknown_in = split_list(u.invars, num_res)
     n_uc = const_uk.count(True)
     body = Jaxpr(u.constvars, [*_pick(res_vars, invariant), *unknown_in,
                                *_pick(res_vars, invariant, keep=False)], u.outvars, u.eqns)
@@ -525,10 +516,10 @@ def _scan_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, length: int, reve
     ``xs``; its ``ys`` are the cotangents of the linear ``xs``. Every carry is treated as
     linear (a linear scan's carry is a tangent).
     """
-    consts, carry, xs = _split(args, num_consts, num_carry)
+    consts, carry, xs = split_list(args, num_consts, num_carry)
     const_lin, xs_lin = [is_undefined(c) for c in consts], [is_undefined(x) for x in xs]
     res_consts, res_xs = _pick(consts, const_lin, keep=False), _pick(xs, xs_lin, keep=False)
-    ct_carry, ct_ys = _split(cts, num_carry)
+    ct_carry, ct_ys = split_list(cts, num_carry)
     carry_avals = jaxpr.in_avals[num_consts:num_consts + num_carry]
     ct_carry = [_zeros(a) if _is_zero(ct) else ct for ct, a in zip(ct_carry, carry_avals)]
     ys_mask = [not _is_zero(ct) for ct in ct_ys]
@@ -537,13 +528,13 @@ def _scan_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, length: int, reve
     linear = const_lin + [True] * num_carry + xs_lin
 
     def body(*values: Any) -> list[Any]:
-        rc, acc, ctc, cty, rx = _split(values, len(res_consts), len(sums), num_carry,
+        rc, acc, ctc, cty, rx = split_list(values, len(res_consts), len(sums), num_carry,
                                        ys_mask.count(True))
         inputs = [*_merge(const_lin, [None] * len(consts), rc), *[None] * num_carry,
                   *_merge(xs_lin, [None] * len(xs), rx)]
         ct_out = [*ctc, *_merge(ys_mask, cty, [Zero(a) for a in _pick(y_avals, ys_mask,
                                                                       keep=False)])]
-        ct_consts, ct_carry_in, ct_xs = _split(
+        ct_consts, ct_carry_in, ct_xs = split_list(
             backward_pass(jaxpr.jaxpr, jaxpr.consts, linear, inputs, ct_out),
             num_consts, num_carry)
         acc = [instantiate(add_tangents(a, c)) for a, c in zip(acc, _pick(ct_consts,
@@ -558,7 +549,7 @@ def _scan_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, length: int, reve
                        jaxpr=body_jaxpr, length=length, reverse=not reverse, unroll=unroll,
                        num_consts=len(body_consts) + len(res_consts),
                        num_carry=len(sums) + num_carry)
-    ct_consts, ct_carry, ct_xs = _split(outs, len(sums), num_carry)
+    ct_consts, ct_carry, ct_xs = split_list(outs, len(sums), num_carry)
     return [*_merge(const_lin, ct_consts, [None] * len(consts)),
             *[ct if is_undefined(c) else None for ct, c in zip(ct_carry, carry)],
             *_merge(xs_lin, ct_xs, [None] * len(xs))]
@@ -576,10 +567,10 @@ def _scan_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
     params = eqn.params
     num_consts, num_carry = params["num_consts"], params["num_carry"]
     body = params["jaxpr"]
-    used_carry, used_ys = _split(used_outputs, num_carry)
+    used_carry, used_ys = split_list(used_outputs, num_carry)
     while True:
         jaxpr, used_in = pe.dead_code_elimination(body.jaxpr, used_carry + used_ys)
-        used_consts, used_carry_in, used_xs = _split(used_in, num_consts, num_carry)
+        used_consts, used_carry_in, used_xs = split_list(used_in, num_consts, num_carry)
         grown = [a or b for a, b in zip(used_carry, used_carry_in)]
         if grown == used_carry:
             break

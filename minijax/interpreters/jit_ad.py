@@ -43,14 +43,13 @@ from minijax.interpreters.control_flow_ad import (
     _closed,
     _merge,
     _pick,
-    _split,
     jvp_jaxpr,
     partial_eval_jaxpr,
 )
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
 from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn
-from minijax.lax.control_flow.common import remove_dead_code
+from minijax.lax.control_flow.common import remove_dead_code, split_list
 from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------
@@ -108,7 +107,7 @@ def _jit_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: ClosedJaxpr,
     given = _pick(tangents, nonzeros)
     outs = _bind(body, [*primals, *given], params,
                  [*params["donated_invars"], *[False] * len(given)])
-    primals_out, tangents_out = _split(outs, len(jaxpr.out_avals))
+    primals_out, tangents_out = split_list(outs, len(jaxpr.out_avals))
     zeros = [Zero.like(p) for p, nz in zip(primals_out, out_nonzeros) if not nz]
     return primals_out, _merge(out_nonzeros, tangents_out, zeros)
 
@@ -139,7 +138,7 @@ def _split_body(body: ClosedJaxpr, unknown_inputs: tuple[bool, ...]) -> _Split:
     known, unknown, unknown_outputs, num_res = partial_eval_jaxpr(
         body, unknown_inputs, [False] * len(body.out_avals))
     k = known.jaxpr
-    outs, residual_vars = _split(k.outvars, len(k.outvars) - num_res)
+    outs, residual_vars = split_list(k.outvars, len(k.outvars) - num_res)
     inputs = {v: i for i, v in enumerate(k.invars)}
     consts = dict(zip(k.constvars, known.consts))
     computed: list[Atom] = []
@@ -210,7 +209,7 @@ def _transpose_body(body: ClosedJaxpr, linear: tuple[bool, ...], given: tuple[bo
     nonzero: list[bool] = []
 
     def transposed(*args: Any) -> list[Any]:
-        residuals, cts = _split(args, len(res_avals))
+        residuals, cts = split_list(args, len(res_avals))
         cts_in = backward_pass(body.jaxpr, body.consts, linear,
                                _merge(linear, [None] * n_linear, residuals),
                                _merge(given, cts, zero_cts))

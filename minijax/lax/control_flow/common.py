@@ -133,6 +133,16 @@ def trace_function(fun: Callable, args_avals: tuple, debug: DebugInfo,
     return jaxpr, out_tree
 
 
+def split_list(values: Sequence[Any], *sizes: int) -> list[list[Any]]:
+    """``values`` cut into consecutive pieces of the given sizes, plus the rest: how the
+    flat operands of a control-flow primitive (consts, carry, xs, ...) are taken apart."""
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(list(values[start:start + size]))
+        start += size
+    return [*pieces, list(values[start:])]
+
+
 def consts_as_inputs(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
     """Turn the captured constants into leading inputs: ``(jaxpr without consts, consts)``.
 

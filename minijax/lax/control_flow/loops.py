@@ -41,6 +41,7 @@ from minijax.lax.control_flow.common import (
     move_inputs_to_front,
     promote_weak_inputs,
     remove_dead_code,
+    split_list,
     trace_function,
     typematch,
 )
@@ -49,15 +50,6 @@ from minijax.lax.shapes import broadcast_in_dim, full_like, stack, unstack
 from minijax.tree_util import PyTreeDef
 
 __all__ = ["fori_loop", "map", "scan", "scan_p", "while_loop", "while_p"]
-
-
-def _split(values: Sequence[Any], *sizes: int) -> list[list[Any]]:
-    """``values`` cut into consecutive pieces of the given sizes, plus the rest."""
-    pieces, start = [], 0
-    for size in sizes:
-        pieces.append(list(values[start:start + size]))
-        start += size
-    return [*pieces, list(values[start:])]
 
 
 def _check_arity(name: str, jaxpr: ClosedJaxpr, avals: Sequence[ShapedArray]) -> None:
@@ -83,7 +75,7 @@ def _restore_passed_through(moved: Sequence[bool], outs: Sequence[Any],
 
 def _while_rule(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
                 cond_nconsts: int, body_nconsts: int) -> list[ShapedArray]:
-    cond_consts, body_consts, carry = _split(avals, cond_nconsts, body_nconsts)
+    cond_consts, body_consts, carry = split_list(avals, cond_nconsts, body_nconsts)
     _check_arity("while_loop cond_jaxpr", cond_jaxpr, cond_consts + carry)
     _check_arity("while_loop body_jaxpr", body_jaxpr, body_consts + carry)
     return body_jaxpr.out_avals
@@ -91,7 +83,7 @@ def _while_rule(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: Closed
 
 def _while_eager(*args: Any, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
                  cond_nconsts: int, body_nconsts: int) -> list[Any]:
-    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    cond_consts, body_consts, carry = split_list(args, cond_nconsts, body_nconsts)
     carry_avals = body_jaxpr.in_avals[body_nconsts:]
     while bool(eval_closed_jaxpr(cond_jaxpr, *cond_consts, *carry)[0]):  # waits
         carry = cast_to(eval_closed_jaxpr(body_jaxpr, *body_consts, *carry), carry_avals)
@@ -170,19 +162,19 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any,
 
 def _scan_rule(*avals: ShapedArray, jaxpr: ClosedJaxpr, length: int, reverse: bool,
                unroll: int, num_consts: int, num_carry: int) -> list[ShapedArray]:
-    consts, carry, xs = _split(avals, num_consts, num_carry)
+    consts, carry, xs = split_list(avals, num_consts, num_carry)
     if any(x.shape[:1] != (length,) for x in xs):
         raise TypeError(f"scan xs must have leading axis {length}, got "
                         f"{[x.str_long() for x in xs]}")
     _check_arity("scan jaxpr", jaxpr, consts + carry + [x.update(shape=x.shape[1:]) for x in xs])
-    carry_out, ys = _split(jaxpr.out_avals, num_carry)
+    carry_out, ys = split_list(jaxpr.out_avals, num_carry)
     return carry_out + [y.update(shape=(length, *y.shape)) for y in ys]
 
 
 def _scan_eager(*args: Any, jaxpr: ClosedJaxpr, length: int, reverse: bool, unroll: int,
                 num_consts: int, num_carry: int) -> list[Any]:
     """Run the body ``length`` times: slice ``xs``, thread the carry, stack ``ys``."""
-    consts, carry, xs = _split(args, num_consts, num_carry)
+    consts, carry, xs = split_list(args, num_consts, num_carry)
     carry_avals = jaxpr.in_avals[num_consts:num_consts + num_carry]
     x_slices = [unstack(x) for x in xs]
     ys = []
@@ -192,7 +184,7 @@ def _scan_eager(*args: Any, jaxpr: ClosedJaxpr, length: int, reverse: bool, unro
         ys.append(outs[num_carry:])
     if reverse:
         ys.reverse()
-    carry_out_avals, y_avals = _split(jaxpr.out_avals, num_carry)
+    carry_out_avals, y_avals = split_list(jaxpr.out_avals, num_carry)
     columns = [list(column) for column in zip(*ys)] if ys else [[] for _ in y_avals]
     stacked = [_stack(column, aval) for column, aval in zip(columns, y_avals)]
     return cast_to(carry, carry_out_avals) + stacked
@@ -300,7 +292,7 @@ def _bind_scan(jaxpr: ClosedJaxpr, consts: list[Any], init: list[Any], xs: list[
     does): a carry returned unchanged is a constant, a ``y`` that is the current ``x`` is
     ``xs`` itself. Returns the flat final carry and ``ys``."""
     num_consts, num_carry = len(consts), len(init)
-    carry_fwd, ys_fwd = _split(forwarded_inputs(jaxpr.jaxpr), num_carry)
+    carry_fwd, ys_fwd = split_list(forwarded_inputs(jaxpr.jaxpr), num_carry)
     moved = [fwd == num_consts + i for i, fwd in enumerate(carry_fwd)]
     passed = [x for x, m in zip(init, moved) if m]
     if passed:
@@ -315,7 +307,7 @@ def _bind_scan(jaxpr: ClosedJaxpr, consts: list[Any], init: list[Any], xs: list[
 
     outs = scan_p.bind(*consts, *init, *xs, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=len(init), **params)
-    carry_out, ys = _split(outs, len(init))
+    carry_out, ys = split_list(outs, len(init))
     ys = iter(ys)
     ys = [next(ys) if j is None else xs[j] for j in ys_from_xs]
     return _restore_passed_through(moved, carry_out, passed), ys
