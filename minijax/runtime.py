@@ -20,7 +20,6 @@ Devices are CPU devices; their number comes from
 from __future__ import annotations
 
 import collections
-import contextvars
 import os
 import queue
 import re
@@ -59,10 +58,6 @@ class Device:
         self._running = threading.Lock()  # held by the thread that is running a job
         self._wakeup: queue.SimpleQueue = queue.SimpleQueue()  # the idle worker waits here
         self._worker_called = False  # a wake-up call is pending: no need for another
-        # Jobs run in this context, whichever thread runs them: NumPy's warnings are off
-        # there, as JAX computes ``1/0`` or ``log(-1)`` without warning.
-        self._context = contextvars.Context()
-        self._context.run(np.seterr, all="ignore")
         threading.Thread(target=_work, args=(self,), name=f"minijax-{self}", daemon=True).start()
 
     def enqueue(self, job: tuple) -> None:
@@ -78,6 +73,12 @@ class Device:
     def run_jobs(self, until: Array | None = None) -> None:
         """Run queued jobs on this thread, in order: until the array ``until`` is computed,
         or, without ``until``, until the queue is empty."""
+        with np.errstate(all="ignore"):  # as on the worker thread (see ``_work``)
+            self._run_jobs_until(until)
+        if self._jobs:  # the worker may have given way to this thread: hand the rest back
+            self._call_worker()
+
+    def _run_jobs_until(self, until: Array | None) -> None:
         while until is None or not until.is_ready():
             # A timeout rather than waiting for the lock for ever: this thread may hold
             # another device's lock (running a job that needs a value from here) while
@@ -87,8 +88,6 @@ class Device:
                 continue
             if not self._run_next_job_and_release():
                 return
-        if self._jobs:  # the worker may have given way to this thread: hand the rest back
-            self._call_worker()
 
     def _run_jobs_as_worker(self) -> None:
         """The worker's turn: run jobs until the queue is empty, but give way (and go back
@@ -104,7 +103,7 @@ class Device:
         try:
             if not self._jobs:
                 return False
-            self._context.run(_run, *self._jobs.popleft())
+            _run(*self._jobs.popleft())
             return True
         finally:
             self._running.release()
@@ -124,7 +123,10 @@ _RECHECK_SECONDS = 0.005
 
 
 def _work(device: Device) -> None:
-    """A device's worker thread: sleep until jobs are queued, then run them all."""
+    """A device's worker thread: sleep until jobs are queued, then run them all. NumPy's
+    warnings are off on this thread (and wherever jobs run): JAX computes ``1/0`` or
+    ``log(-1)`` without a word."""
+    np.seterr(all="ignore")
     while True:
         device._wakeup.get()
         device._worker_called = False

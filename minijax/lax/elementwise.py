@@ -714,8 +714,9 @@ def _python_scalar_constant(x: Any, new_dtype: np.dtype, weak_type: bool) -> Arr
         if len(_scalar_constants) > 1000:
             _scalar_constants.clear()
         _scalar_constants[key] = constant
-    unchanged = weak_type and new_dtype == dtypes.dtype(x)
-    core.note_host_scalar(constant, x if unchanged else None)  # jaxprs print x as written
+    if core.current_trace().host_scalars is not None:  # a trace that records a jaxpr:
+        unchanged = weak_type and new_dtype == dtypes.dtype(x)  # it prints x as written
+        core.note_host_scalar(constant, x if unchanged else None)
     return constant
 
 

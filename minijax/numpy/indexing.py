@@ -34,7 +34,13 @@ from minijax.array import Array
 from minijax.compiler.jit import jit
 from minijax.config import config
 from minijax.core import Tracer
-from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from minijax.lax.shapes import squeeze_p
+from minijax.lax.slicing import (
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    slice_p,
+)
 from minijax.numpy.promotion import result_type
 
 # ---------------------------------------------------------------------------------------
@@ -462,7 +468,19 @@ def _rewriting_take(x: Any, index: Any, mode: GatherScatterMode | None = None,
 
 def _getitem(x: Any, index: Any) -> Any:
     """``x[index]`` for minijax arrays and tracers: NumPy's indexing, JAX's primitives."""
+    shape = x.aval.shape
+    if type(index) is int and shape and -shape[0] <= index < shape[0]:
+        return _row(x, index % shape[0])
     return _rewriting_take(x, index)
+
+
+def _row(x: Any, i: int) -> Any:
+    """``x[i]`` for an int in range, the commonest index, without parsing it: a one-row
+    ``slice``, then ``squeeze`` (what :func:`_static_getitem` records for it too)."""
+    shape = x.aval.shape
+    row = slice_p.bind(x, start_indices=(i,) + (0,) * (len(shape) - 1),
+                       limit_indices=(i + 1, *shape[1:]), strides=None)
+    return squeeze_p.bind(row, dimensions=(0,))
 
 
 # ---------------------------------------------------------------------------------------
