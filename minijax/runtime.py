@@ -58,12 +58,15 @@ class Device:
         self._running = threading.Lock()  # held by the thread that is running a job
         self._wakeup: queue.SimpleQueue = queue.SimpleQueue()  # the idle worker waits here
         self._worker_called = False  # a wake-up call is pending: no need for another
+        self._wanted = False  # a thread waiting for a value wants to run the jobs itself
         threading.Thread(target=_work, args=(self,), name=f"minijax-{self}", daemon=True).start()
 
     def enqueue(self, job: tuple) -> None:
         """Queue ``job``, a tuple (primitive, input Arrays, params, output Arrays)."""
         self._jobs.append(job)
-        self._call_worker()
+        if not self._worker_called:  # ``_call_worker``, inlined: this runs for every job
+            self._worker_called = True
+            self._wakeup.put(None)
 
     def _call_worker(self) -> None:
         if not self._worker_called:
@@ -73,12 +76,17 @@ class Device:
     def run_jobs(self, until: Array | None = None) -> None:
         """Run queued jobs on this thread, in order: until the array ``until`` is computed,
         or, without ``until``, until the queue is empty."""
-        with np.errstate(all="ignore"):  # as on the worker thread (see ``_work``)
-            self._run_jobs_until(until)
+        self._wanted = True  # asks the worker to give way (see ``_run_jobs_as_worker``)
+        try:
+            with np.errstate(all="ignore"):  # as on the worker thread (see ``_work``)
+                self._run_jobs_until(until)
+        finally:
+            self._wanted = False
         if self._jobs:  # the worker may have given way to this thread: hand the rest back
             self._call_worker()
 
     def _run_jobs_until(self, until: Array | None) -> None:
+        jobs = self._jobs
         while until is None or not until.is_ready():
             # A timeout rather than waiting for the lock for ever: this thread may hold
             # another device's lock (running a job that needs a value from here) while
@@ -86,27 +94,28 @@ class Device:
             # needs is done meanwhile.
             if not self._running.acquire(True, _RECHECK_SECONDS):
                 continue
-            if not self._run_next_job_and_release():
-                return
+            try:
+                if not jobs:
+                    return
+                while jobs and (until is None or not until.is_ready()):
+                    _run(*jobs.popleft())
+            finally:
+                self._running.release()
 
     def _run_jobs_as_worker(self) -> None:
         """The worker's turn: run jobs until the queue is empty, but give way (and go back
-        to sleep) while another thread runs them: that thread calls the worker again if
-        it leaves any. Two threads taking turns would cost more than the jobs."""
-        while self._running.acquire(False):
-            if not self._run_next_job_and_release():
-                return
-
-    def _run_next_job_and_release(self) -> bool:
-        """Run the next job, if any, then release the lock (which the caller took).
-        Returns whether there was a job."""
-        try:
-            if not self._jobs:
-                return False
-            _run(*self._jobs.popleft())
-            return True
-        finally:
-            self._running.release()
+        to sleep) as soon as another thread wants to run them: that thread calls the
+        worker again if it leaves any. Two threads taking turns would cost more than the
+        jobs."""
+        jobs = self._jobs
+        while not self._wanted and self._running.acquire(False):
+            try:
+                if not jobs:
+                    return
+                while jobs and not self._wanted:
+                    _run(*jobs.popleft())
+            finally:
+                self._running.release()
 
     def synchronize(self) -> None:
         """Return once every job queued so far on this device has finished."""
@@ -156,21 +165,27 @@ def _run(primitive: Primitive, args: Sequence[Array], params: dict, outs: list[A
     """
     try:
         result = primitive.impl(*_input_values(args), **params)
-        results = result if primitive.multiple_results else (result,)
-        if len(results) != len(outs):
-            raise ValueError(f"the kernel of {primitive.name} returned {len(results)} "
+        if not primitive.multiple_results:
+            outs[0]._value = _as_promised(primitive, result, outs[0].aval)
+            return
+        if len(result) != len(outs):
+            raise ValueError(f"the kernel of {primitive.name} returned {len(result)} "
                              f"results for {len(outs)} outputs")
-        for out, value in zip(outs, results):
-            if type(value) is not np.ndarray:
-                value = np.asarray(value)
-            aval = out.aval
-            if (value.dtype is not aval.dtype and value.dtype != aval.dtype) \
-                    or value.shape != aval.shape:
-                raise _broken_promise(primitive, value, aval)
-            out._value = value
+        for out, value in zip(outs, result):
+            out._value = _as_promised(primitive, value, out.aval)
     except BaseException as e:  # noqa: BLE001 - any failure belongs to the outputs
         for out in outs:
             out._error = e
+
+
+def _as_promised(primitive: Primitive, value: Any, aval: ShapedArray) -> np.ndarray:
+    """A kernel's result as an ndarray, which must be what the shape rule promised."""
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
+    if (value.dtype is not aval.dtype and value.dtype != aval.dtype) \
+            or value.shape != aval.shape:
+        raise _broken_promise(primitive, value, aval)
+    return value
 
 
 def _broken_promise(primitive: Primitive, value: np.ndarray, aval: ShapedArray) -> Exception:

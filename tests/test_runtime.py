@@ -11,13 +11,14 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
 
 import minijax
 import minijax.numpy as jnp
-from minijax import errors, lax
+from minijax import errors, lax, runtime
 from minijax.core import Primitive
 
 GATE_TIMEOUT = 10.0
@@ -210,3 +211,49 @@ def test_repr_matches_jax():
     for make in cases:
         assert repr(make(jnp)) == repr(make(jjnp))
         assert str(make(jnp)) == str(make(jjnp))
+
+
+@pytest.fixture
+def job_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The primitives of the jobs put on any device's queue while the test runs."""
+    names: list[str] = []
+    enqueue = runtime.Device.enqueue
+
+    def recording(self, job):
+        names.append(job[0].name)
+        return enqueue(self, job)
+
+    monkeypatch.setattr(runtime.Device, "enqueue", recording)
+    return names
+
+
+@pytest.mark.parametrize("index", [0, 2, -1, -3])
+def test_eager_int_index_is_one_job_and_traced_it_is_slice_then_squeeze(job_names, index):
+    host = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    x = minijax.device_put(jnp.asarray(host), minijax.devices()[0]).block_until_ready()
+    job_names.clear()
+    row = x[index]
+    assert job_names == ["row"]
+    np.testing.assert_array_equal(np.asarray(row), host[index])
+    assert (row.shape, row.dtype, row.weak_type, row.committed) == ((4,), np.float32, False, True)
+    assert np.asarray(row[index + 1]) == host[index][index + 1]
+    weak = jnp.broadcast_to(2.0, (3,))
+    assert weak[index % 3].weak_type and weak[index % 3].item() == 2.0
+    eqns = minijax.make_jaxpr(lambda a: a[index])(x).jaxpr.eqns
+    assert [e.primitive.name for e in eqns] == ["slice", "squeeze"]
+
+
+def test_a_waiting_thread_runs_the_queue_up_to_its_value_and_the_worker_the_rest():
+    gate = threading.Event()
+    x = jnp.arange(4.0)
+    blocked = gated_primitive(gate).bind(x)
+    later = [blocked + i for i in range(50)]  # queued behind the gate
+    threading.Timer(0.05, gate.set).start()
+    assert later[0].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert minijax.block_until_ready(later)[-1].tolist() == [49.0, 50.0, 51.0, 52.0]
+    # Nothing is left behind: a fresh operation is computed without any help.
+    y = x * 3
+    deadline = time.monotonic() + GATE_TIMEOUT
+    while not y.is_ready() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert y.is_ready()

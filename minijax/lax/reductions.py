@@ -128,10 +128,11 @@ def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None
                ) -> Primitive:
     """A reduction primitive: ``ufunc.reduce`` over ``axes``, starting from ``identity``."""
 
-    def kernel(x: np.ndarray, *, axes: tuple[int, ...], **_: Any) -> np.ndarray:
-        acc = _accumulator(x.dtype) if accumulate_wide else x.dtype
-        out = ufunc.reduce(x, axis=axes, dtype=acc, initial=identity(x.dtype))
-        return np.asarray(out, dtype=x.dtype)
+    def kernel(x: np.ndarray, *, axes: tuple[int, ...], **_: Any) -> Any:
+        dt = x.dtype
+        acc = _accumulator(dt) if accumulate_wide else dt
+        out = ufunc.reduce(x, axis=axes, dtype=acc, initial=identity(dt))
+        return out if acc is dt else np.asarray(out, dtype=dt)
 
     def rule(x: ShapedArray, *, axes: tuple[int, ...], **_: Any) -> ShapedArray:
         check(name, x.dtype)

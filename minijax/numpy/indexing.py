@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes, errors, lax
+from minijax import core, dtypes, errors, lax
 from minijax.array import Array
 from minijax.compiler.jit import jit
 from minijax.config import config
@@ -475,12 +475,26 @@ def _getitem(x: Any, index: Any) -> Any:
 
 
 def _row(x: Any, i: int) -> Any:
-    """``x[i]`` for an int in range, the commonest index, without parsing it: a one-row
-    ``slice``, then ``squeeze`` (what :func:`_static_getitem` records for it too)."""
+    """``x[i]`` for an int in range, the commonest index, without parsing it.
+
+    Under a transformation it is a one-row ``slice``, then ``squeeze``: what
+    :func:`_static_getitem` records for it too, and what JAX records. Eagerly nothing
+    records it, so it is one job instead of two: NumPy's own ``x[i]`` (:data:`_row_p`),
+    which halves the cost of the commonest index.
+    """
+    if core.current_trace() is core.eval_trace:
+        return _row_p.bind(x, index=i)
     shape = x.aval.shape
     row = slice_p.bind(x, start_indices=(i,) + (0,) * (len(shape) - 1),
                        limit_indices=(i + 1, *shape[1:]), strides=None)
     return squeeze_p.bind(row, dimensions=(0,))
+
+
+# Eager only (see ``_row``): no transformation ever sees this primitive, so it needs no
+# differentiation, batching or lowering rule.
+_row_p = core.Primitive("row")
+_row_p.def_impl(lambda x, *, index: x[index])
+_row_p.def_abstract_eval(lambda x, *, index: x.update(shape=x.shape[1:]))
 
 
 # ---------------------------------------------------------------------------------------

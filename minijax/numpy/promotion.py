@@ -117,31 +117,17 @@ def broadcast_to(array: Any, shape: Any) -> Any:
     return lax.broadcast_in_dim(x, shape, range(lead, len(shape)))
 
 
-def _already_agree(args: tuple) -> bool:
-    """The common case, made fast: arrays of one dtype, weak type and rank need nothing."""
-    first = args[0]
-    if type(first) is not Array and not isinstance(first, Tracer):
-        return False
-    aval = first.aval
-    for arg in args[1:]:
-        if type(arg) is not Array and not isinstance(arg, Tracer):
-            return False
-        other = arg.aval
-        if (other.dtype != aval.dtype or other.weak_type != aval.weak_type
-                or len(other.shape) != len(aval.shape)):
-            return False
-    return True
-
-
 # The dtype kinds a weak Python scalar of each type takes on without changing them.
 _SCALAR_FITS = {bool: "b", int: "iufc", float: "fc", complex: "c"}
 
 
-def _scalars_fit(args: tuple) -> list[Any] | None:
-    """The next most common case, ``x * 2.0``: arrays that agree and Python scalars that
-    promotion would simply convert to the arrays' dtype (and weak type). Returns the
+def _agreeing(args: tuple) -> list[Any] | None:
+    """The common cases, made fast (one pass, no lattice): arrays of one dtype, weak type
+    and rank, which need nothing, and among them Python scalars that promotion would
+    simply convert to the arrays' dtype and weak type (``x * 2.0``). Returns the
     promoted operands, or ``None`` if the general rules must decide."""
     aval = None
+    scalars = False
     for arg in args:
         if type(arg) is Array or isinstance(arg, Tracer):
             if aval is None:
@@ -149,6 +135,12 @@ def _scalars_fit(args: tuple) -> list[Any] | None:
             elif (arg.aval.dtype != aval.dtype or arg.aval.weak_type != aval.weak_type
                   or len(arg.aval.shape) != len(aval.shape)):
                 return None
+        elif type(arg) in _SCALAR_FITS:
+            scalars = True
+        else:
+            return None
+    if not scalars:
+        return list(args)
     if aval is None or config.jax_numpy_dtype_promotion != "standard":
         return None
     promoted = []
@@ -158,17 +150,13 @@ def _scalars_fit(args: tuple) -> list[Any] | None:
             if aval.dtype.kind not in kinds:
                 return None
             arg = lax.convert_element_type(arg, aval.dtype, aval.weak_type)
-        elif type(arg) is not Array and not isinstance(arg, Tracer):
-            return None
         promoted.append(arg)
     return promoted
 
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
     """Everything ``jnp.add`` does before ``lax.add``: check, promote dtypes, then ranks."""
-    if _already_agree(args):
-        return list(args)
-    promoted = _scalars_fit(args)
+    promoted = _agreeing(args)
     if promoted is not None:
         return promoted
     check_arraylike(fun_name, *args)
@@ -177,9 +165,7 @@ def promote_args(fun_name: str, *args: Any) -> list[Any]:
 
 def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
     """As :func:`promote_args`, computing in floating point (for ``sin``, ``divide``, ...)."""
-    if _already_agree(args) and args[0].aval.dtype in _INEXACT:
-        return list(args)
-    promoted = _scalars_fit(args)
+    promoted = _agreeing(args)
     if promoted is not None and promoted[0].aval.dtype in _INEXACT:
         return promoted
     check_arraylike(fun_name, *args)

@@ -86,9 +86,11 @@ def _default_int(unsigned: bool = False) -> np.dtype:
 def _summation_dtype(dt: np.dtype, promote_integers: bool = True) -> np.dtype:
     """NumPy's rule for sums and products: booleans and small integers widen to the
     default integer of their signedness, so that adding up int8s does not overflow."""
+    if dt.kind not in "biu":
+        return dt
     if dt.kind == "b":
         return _default_int()
-    if promote_integers and dt.kind in "iu" and dt.itemsize < _default_int().itemsize:
+    if promote_integers and dt.itemsize < _default_int().itemsize:
         return _default_int(unsigned=dt.kind == "u")
     return dt
 
@@ -99,6 +101,8 @@ def _upcast_half(dt: np.dtype) -> np.dtype:
 
 
 _HALVES = frozenset([np.dtype(np.float16), np.dtype(dtypes.bfloat16)])
+# Dtypes that sums and products keep whatever the configuration: no widening, no upcast.
+_SUMMED_AS_IS = frozenset(map(np.dtype, [np.float32, np.float64, np.complex64, np.complex128]))
 
 
 def _user_dtype(dtype: Any, name: str) -> np.dtype | None:
@@ -145,6 +149,11 @@ def _summation(name: str, reduce: Callable, combine: Callable, identity: int) ->
                   keepdims: bool = False, initial: Any = None, where: Any = None,
                   promote_integers: bool = True) -> Any:
         a = _operand(name, a, out)
+        if (axis is None and dtype is None and not keepdims and initial is None
+                and where is None and a.aval.dtype in _SUMMED_AS_IS and not a.aval.weak_type):
+            # The commonest call, ``jnp.sum(x)`` of floats, made cheap: there is nothing
+            # to widen, mask or cast, so it is the lax reduction alone.
+            return reduce(a, tuple(range(a.ndim)))
         user_dtype = _user_dtype(dtype, name)
         result_dtype = user_dtype or _summation_dtype(a.dtype, promote_integers)
         a = _accumulation_operand(a, user_dtype or _upcast_half(result_dtype))
