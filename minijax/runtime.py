@@ -20,6 +20,7 @@ Devices are CPU devices; their number comes from
 from __future__ import annotations
 
 import collections
+import contextvars
 import os
 import queue
 import re
@@ -59,14 +60,17 @@ class Device:
         self._wakeup: queue.SimpleQueue = queue.SimpleQueue()  # the idle worker waits here
         self._worker_called = False  # a wake-up call is pending: no need for another
         self._wanted = False  # a thread waiting for a value wants to run the jobs itself
+        # Where other threads run this device's jobs: a context in which NumPy's warnings
+        # are off, as on the worker thread (see ``_work``). Entering a context is far
+        # cheaper than ``np.errstate``, and only the thread holding the lock enters it.
+        self._quiet = contextvars.Context()
+        self._quiet.run(np.seterr, all="ignore")
         threading.Thread(target=_work, args=(self,), name=f"minijax-{self}", daemon=True).start()
 
     def enqueue(self, job: tuple) -> None:
         """Queue ``job``, a tuple (primitive, input Arrays, params, output Arrays)."""
         self._jobs.append(job)
-        if not self._worker_called:  # ``_call_worker``, inlined: this runs for every job
-            self._worker_called = True
-            self._wakeup.put(None)
+        self._call_worker()
 
     def _call_worker(self) -> None:
         if not self._worker_called:
@@ -78,8 +82,7 @@ class Device:
         or, without ``until``, until the queue is empty."""
         self._wanted = True  # asks the worker to give way (see ``_run_jobs_as_worker``)
         try:
-            with np.errstate(all="ignore"):  # as on the worker thread (see ``_work``)
-                self._run_jobs_until(until)
+            self._run_jobs_until(until)
         finally:
             self._wanted = False
         if self._jobs:  # the worker may have given way to this thread: hand the rest back
@@ -97,8 +100,7 @@ class Device:
             try:
                 if not jobs:
                     return
-                while jobs and (until is None or not until.is_ready()):
-                    _run(*jobs.popleft())
+                self._quiet.run(_run_jobs_in_order, jobs, until)
             finally:
                 self._running.release()
 
@@ -129,6 +131,11 @@ class Device:
 
 
 _RECHECK_SECONDS = 0.005
+
+
+def _run_jobs_in_order(jobs: collections.deque, until: Array | None) -> None:
+    while jobs and (until is None or not until.is_ready()):
+        _run(*jobs.popleft())
 
 
 def _work(device: Device) -> None:

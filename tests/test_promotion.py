@@ -90,3 +90,30 @@ def test_python_int_too_large_for_the_dtype_is_an_error_like_jax():
     with pytest.raises(OverflowError):
         jjnp.ones(3, jjnp.int32) + 2**40
     assert (jnp.int8(1) + 300).item() == (jjnp.int8(1) + 300).item() == 45
+
+
+MIXED_RANKS = {
+    "minus_its_mean": lambda jnp, x: x - jnp.mean(x),
+    "mean_times_matrix": lambda jnp, x: jnp.mean(x) * x.reshape(2, 3),
+    "times_weak_0d": lambda jnp, x: x * jnp.asarray(2.0),
+    "weak_0d_pair": lambda jnp, x: jnp.asarray(2.0) + jnp.asarray(3.0),
+    "weak_0d_and_scalar": lambda jnp, x: jnp.asarray(2.0) * 1.5,
+    "int_0d_and_float": lambda jnp, x: jnp.asarray(3) * x,
+    "matrix_plus_vector": lambda jnp, x: x.reshape(2, 3) + x[:3],
+}
+
+
+@pytest.mark.parametrize("name", MIXED_RANKS)
+def test_operands_of_different_ranks_match_jax(name):
+    """Rank-0 operands need no rank promotion (the fast path takes them); other rank
+    differences, dtype or weak-type differences take the general rules."""
+    program = MIXED_RANKS[name]
+    host = np.arange(6.0, dtype=np.float32)
+    ours = program(jnp, jnp.asarray(host))
+    theirs = program(jjnp, jjnp.asarray(host))
+    assert (ours.shape, ours.dtype, ours.weak_type) == (theirs.shape, theirs.dtype,
+                                                          theirs.weak_type)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    ours_jaxpr = minijax.make_jaxpr(lambda x: program(jnp, x))(jnp.asarray(host))
+    theirs_jaxpr = jax.make_jaxpr(lambda x: program(jjnp, x))(jjnp.asarray(host))
+    assert str(ours_jaxpr) == str(theirs_jaxpr)

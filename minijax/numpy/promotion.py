@@ -122,19 +122,25 @@ _SCALAR_FITS = {bool: "b", int: "iufc", float: "fc", complex: "c"}
 
 
 def _agreeing(args: tuple) -> list[Any] | None:
-    """The common cases, made fast (one pass, no lattice): arrays of one dtype, weak type
-    and rank, which need nothing, and among them Python scalars that promotion would
-    simply convert to the arrays' dtype and weak type (``x * 2.0``). Returns the
-    promoted operands, or ``None`` if the general rules must decide."""
-    aval = None
+    """The common cases, made fast (one pass, no lattice): arrays of one dtype and weak
+    type, and one rank apart from rank-0 ones (``x - x.mean()``), which need nothing; and
+    among them Python scalars that promotion would simply convert to the arrays' dtype
+    and weak type (``x * 2.0``). Returns the promoted operands, or ``None`` if the general
+    rules must decide."""
+    aval = None  # the first array's, or the first array's of rank > 0 once one is seen
     scalars = False
     for arg in args:
         if type(arg) is Array or isinstance(arg, Tracer):
+            other = arg.aval
             if aval is None:
-                aval = arg.aval
-            elif (arg.aval.dtype != aval.dtype or arg.aval.weak_type != aval.weak_type
-                  or len(arg.aval.shape) != len(aval.shape)):
+                aval = other
+            elif other.dtype != aval.dtype or other.weak_type != aval.weak_type:
                 return None
+            elif len(other.shape) != len(aval.shape):
+                if other.shape and aval.shape:  # rank promotion is needed
+                    return None
+                if other.shape:
+                    aval = other
         elif type(arg) in _SCALAR_FITS:
             scalars = True
         else:
