@@ -40,7 +40,7 @@ ZERO_DERIVATIVE = (
     "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "shift_left",
     "shift_right_arithmetic", "shift_right_logical", "population_count",
     "bitcast_convert_type", "is_finite", "sign", "floor", "ceil", "round", "iota",
-    "argmax", "argmin", "reduce_and", "reduce_or", "reduce_xor", "clz",
+    "argmax", "argmin", "reduce_and", "reduce_or", "reduce_xor", "clz", "empty2",
 )
 
 DELIBERATE_GAPS: dict[tuple[str, str], str] = {

@@ -197,6 +197,10 @@ JAXPRS = {
         lambda c: c < 10., lambda c: c * 2., x), x)[1](1.), (1.,)),
     "grad_of_scan_over_xs": (lambda n: n.jax.grad(lambda x: n.lax.scan(
         lambda c, x: (c * x, None), x, n.jnp.arange(3.))[0]), (F32(2),)),
+    # A branch pads the residual slots that only the other branch fills with `empty2`
+    # placeholders (one per slot, broadcast for arrays), as JAX does.
+    "grad_of_cond": (lambda n: n.jax.grad(lambda x: n.lax.cond(
+        x > 0, lambda x: n.jnp.sin(x) * x, lambda x: n.jnp.cos(x), x)), (1.,)),
     "jvp_of_scan": (lambda n: lambda w, t: n.jax.jvp(lambda w: n.lax.scan(
         lambda c, x: (c * n.jnp.sin(w) + x, c), w, n.jnp.ones((2, 3)))[0], (w,), (t,)),
         (W3, W3)),
@@ -205,10 +209,17 @@ JAXPRS = {
 # Where minijax's program differs from JAX's, and why (checked to stay different: when a
 # difference disappears, move the case to JAXPRS).
 KNOWN_JAXPR_DIFFERENCES = {
-    # JAX pads the residuals a branch does not produce with `empty2` (uninitialised
-    # memory); minijax has no such primitive and pads with zeros (`0.0:f32[]`).
-    "grad_of_cond": (lambda n: n.jax.grad(lambda x: n.lax.cond(
-        x > 0, lambda x: n.jnp.sin(x) * x, lambda x: n.jnp.cos(x), x)), (1.,)),
+    # Second order through cond: JAX's jvp of the first-order program keeps some zero
+    # placeholders as literals and shares the branches' jaxprs with `let` bindings;
+    # minijax differentiates the same program but prints each branch in place.
+    "grad_of_grad_of_cond": (lambda n: n.jax.grad(n.jax.grad(lambda x: n.lax.cond(
+        x > 0, lambda x: n.jnp.sin(x) * n.jnp.exp(x), lambda x: n.jnp.cos(x) * 3., x))),
+        (0.7,)),
+    # A weakly typed carry (the init is a Python float): JAX's transposed body adds the
+    # carry's cotangents as they come; minijax first converts them to the carry's weak
+    # type (convert_element_type[weak_type=True]).
+    "grad_of_scan_with_weak_carry": (lambda n: n.jax.grad(lambda x: n.lax.scan(
+        lambda c, xi: (c * n.jnp.sin(xi), c + xi), 1.0, x)[0]), (W3,)),
     # JAX hoists residuals that depend only on loop constants (sin w, cos w) out of the
     # loop; minijax computes them inside and stacks one per iteration.
     "grad_of_scan_with_consts": (lambda n: n.jax.grad(lambda w, x: n.lax.scan(

@@ -120,6 +120,13 @@ PROGRAMS = {
     "grad_of_a_sum": lambda n, x: n.jax.grad(lambda v: n.jnp.sum(v * W))(x),
     "grad_of_max": lambda n, x: n.jax.grad(lambda v: n.jnp.max(v * X))(x),
     "grad_through_jit": lambda n, x: n.jax.grad(n.jax.jit(lambda v: n.jnp.sin(v) * 2))(x),
+    # cond's residual slots: placeholders (empty2) where another branch has residuals
+    "grad_through_cond": lambda n, x: n.jax.grad(lambda v: n.lax.cond(
+        v > 0, lambda u: n.jnp.sin(u) * n.jnp.exp(u), lambda u: n.jnp.cos(u) * 3.0, v))(x),
+    "grad_through_cond_array_residuals": lambda n, x: n.jax.grad(lambda v: n.lax.cond(
+        v > 0, lambda u: n.jnp.sum(n.jnp.sin(u * W) * W), lambda u: n.jnp.sum(u * W), v))(x),
+    "grad_through_cond_unshared_slots": lambda n, x: n.jax.grad(lambda v: n.lax.cond(
+        v > 0, lambda u: n.jnp.sin(u) * n.jnp.asarray(2), lambda u: u * u, v))(x),
     # jnp functions that JAX wraps in jit
     "jnp_where": lambda n, x: n.jnp.where(x > 0, x, 0.0),
     "jnp_clip": lambda n, x: n.jnp.clip(x, 0.0, 1.0),

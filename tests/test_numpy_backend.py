@@ -114,6 +114,13 @@ def _custom_vjp_grad(n):
     return lambda x: n.jax.grad(lambda y: g(y).sum())(x) + g(x)
 
 
+def _grad_through_cond(n):
+    """Residual slots that only one branch fills: placeholders (``empty2``) in the other."""
+    def f(x):
+        return n.lax.cond(x[0] > 0, lambda u: n.jnp.sin(u) * u, lambda u: u * 2.0, x).sum()
+    return n.jax.grad(f)
+
+
 def _mlp_value_and_grad(n):
     def loss(params, x):
         w, b = params
@@ -218,6 +225,8 @@ PROGRAMS = [
     Program("jit_dead_output", _jit_dead_output, (V,)),
     Program("custom_jvp", _custom_jvp, (V,)),
     Program("custom_vjp_grad", _custom_vjp_grad, (V,)),
+    Program("grad_through_cond", _grad_through_cond, (V,)),
+    Program("grad_through_cond_other_branch", _grad_through_cond, (-V,)),
     Program("mlp_value_and_grad", _mlp_value_and_grad, ((W, V[:3]), F), False),
     Program("cholesky", lambda n: lambda a: n.lax.linalg.cholesky(a), (SPD,), False),
     Program("eigh", lambda n: lambda a: n.lax.linalg.eigh(a), (SPD,)),

@@ -54,6 +54,7 @@ from minijax.jaxpr import (
     jaxprs_in_params,
 )
 from minijax.lax import linalg as lax_linalg
+from minijax.lax import shapes as lax_shapes
 from minijax.lax.slicing import GatherScatterMode
 
 # ---------------------------------------------------------------------------------------
@@ -705,6 +706,12 @@ def _concatenate(ctx: RuleContext, *xs: Value, dimension: int) -> Value:
 def _iota(ctx: RuleContext, *, dtype: np.dtype, shape: tuple[int, ...], dimension: int,
           sharding: Any) -> Value:
     return ctx.b.op("stablehlo.iota", [], [ctx.type_out], {"dim": dimension}).result
+
+
+@register(lax_shapes.empty2_p)
+def _empty2(ctx: RuleContext, *, dtype: np.dtype, memory_space: Any) -> Value:
+    """Any value will do: zero, as XLA's lowering of JAX's ``empty2`` gives."""
+    return ctx.b.constant(0, dtype)
 
 
 @register(lax.copy_p, lax.stop_gradient_p)

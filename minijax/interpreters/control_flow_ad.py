@@ -41,7 +41,7 @@ from minijax.lax.control_flow.common import consts_as_inputs, merge_consts, spli
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
 from minijax.lax.elementwise import convert_element_type
-from minijax.lax.shapes import broadcast_in_dim
+from minijax.lax.shapes import broadcast_in_dim, placeholder
 from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------
@@ -226,14 +226,15 @@ def _residual_slots(per_branch: list[list[ShapedArray]]) -> tuple[list[ShapedArr
 
 def _known_branch(known: ClosedJaxpr, n_out: int, slots: list[ShapedArray],
                   mine: list[int]) -> ClosedJaxpr:
-    """A known branch returning its outputs, then every residual slot (its own residuals
-    in its slots, zeros in the others)."""
+    """A known branch returning its outputs, then every residual slot: its own residuals
+    in its slots, placeholders in the others. (Like JAX, it makes a placeholder for every
+    slot, and leaves the ones it does not need to dead-code elimination.)"""
     def fun(*args: Any) -> list[Any]:
         outs, residuals = split_list(eval_closed_jaxpr(known, *args), n_out)
-        values = [None] * len(slots)
+        values = [placeholder(a) for a in slots]
         for slot, r in zip(mine, residuals):
             values[slot] = r
-        return [*outs, *[_zeros(a) if v is None else v for v, a in zip(values, slots)]]
+        return [*outs, *values]
 
     return trace_to_jaxpr(fun, known.in_avals)
 

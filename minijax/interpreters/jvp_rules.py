@@ -286,7 +286,7 @@ for _p in (ew.sign_p, ew.floor_p, ew.ceil_p, ew.round_p, ew.is_finite_p, ew.stop
            ew.eq_p, ew.ne_p, ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.and_p, ew.or_p, ew.xor_p,
            ew.not_p, ew.shift_left_p, ew.shift_right_logical_p, ew.shift_right_arithmetic_p,
            ew.population_count_p, ew.clz_p, ew.bitcast_convert_type_p, shapes.iota_p,
-           reductions.argmax_p, reductions.argmin_p, reductions.reduce_and_p,
+           shapes.empty2_p, reductions.argmax_p, reductions.argmin_p, reductions.reduce_and_p,
            reductions.reduce_or_p, reductions.reduce_xor_p):
     defzero(_p)
 

@@ -12,6 +12,7 @@ bind time; the NumPy kernels can then assume well-formed parameters.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from typing import Any
 
@@ -591,6 +592,30 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
 def iota(dtype: Any, size: int) -> Any:
     """``[0, 1, ..., size - 1]`` as an array of ``dtype``."""
     return broadcasted_iota(dtype, (size,), 0)
+
+
+# ---------------------------------------------------------------------------------------
+# empty2: a scalar whose value does not matter (a placeholder)
+# ---------------------------------------------------------------------------------------
+
+
+class MemorySpace(enum.Enum):
+    """Where a buffer lives. Only device memory exists here; ``empty2`` names it."""
+
+    Device = "device"
+
+
+empty2_p = Primitive("empty2")
+empty2_p.def_impl(lambda *, dtype, memory_space: np.zeros((), dtype))
+empty2_p.def_abstract_eval(lambda *, dtype, memory_space: ShapedArray((), dtype))
+
+
+def placeholder(aval: ShapedArray) -> Any:
+    """A value of ``aval``'s shape and dtype that nobody will read (zeros, in fact): an
+    ``empty2`` scalar, broadcast. ``cond``'s partial evaluation fills a branch's residual
+    slots with these where another branch has the residuals, as JAX does."""
+    x = empty2_p.bind(dtype=aval.dtype, memory_space=MemorySpace.Device)
+    return broadcast_in_dim(x, aval.shape, ()) if aval.shape else x
 
 
 # ---------------------------------------------------------------------------------------
