@@ -121,6 +121,11 @@ PROGRAMS = {
     "scan_vjp": lambda n: n.jax.vjp(lambda w: _rnn(n, w, XS), X)[1]((X, XS)),
     "scan_jacrev": lambda n: n.jax.jacrev(lambda w: _rnn(n, w, XS)[1])(X),
     "scan_jacfwd": lambda n: n.jax.jacfwd(lambda w: _rnn(n, w, XS)[0])(X),
+    # the cotangent of a weakly typed init is weak only where JAX's is
+    "scan_grad_of_weak_init": lambda n: n.jax.grad(lambda c0: n.lax.scan(
+        lambda c, x: (c * x, None), c0, XS[:, 0])[0])(2.),
+    "scan_grad_of_weak_init_through_ys": lambda n: n.jax.grad(lambda c0: n.lax.scan(
+        lambda c, x: (c * 2., c * x), c0, XS[:, 0])[1].sum())(2.),
     "scan_reverse": lambda n: n.jax.grad(lambda w: n.lax.scan(
         lambda c, x: (c * w + x, c), 1., XS[:, 0], reverse=True)[1].sum())(0.9),
     "scan_int_carry": lambda n: n.jax.grad(lambda w: n.lax.scan(
@@ -197,6 +202,25 @@ JAXPRS = {
         lambda c: c < 10., lambda c: c * 2., x), x)[1](1.), (1.,)),
     "grad_of_scan_over_xs": (lambda n: n.jax.grad(lambda x: n.lax.scan(
         lambda c, x: (c * x, None), x, n.jnp.arange(3.))[0]), (F32(2),)),
+    # Weakly typed carries (the init is a Python float): the transposed body gives the
+    # carry the type of its cotangent, so no convert_element_type appears (as in JAX).
+    "grad_of_scan_with_weak_carry": (lambda n: n.jax.grad(lambda x: n.lax.scan(
+        lambda c, xi: (c * n.jnp.sin(xi), c + xi), 1.0, x)[0]), (W3,)),
+    "grad_of_scan_with_two_weak_carries": (lambda n: n.jax.grad(lambda x: sum(n.lax.scan(
+        lambda c, xi: ((c[0] * xi, c[1] + c[0]), None), (1.0, 0.0), x)[0])), (W3,)),
+    "grad_of_scan_wrt_its_init": (lambda n: n.jax.grad(lambda c0: n.lax.scan(
+        lambda c, xi: (c * xi, None), c0, n.jnp.arange(1.0, 4.0))[0]), (F32(2),)),
+    "grad_of_grad_of_scan": (lambda n: n.jax.grad(n.jax.grad(lambda w: n.lax.scan(
+        lambda c, xi: (c * n.jnp.sin(w * xi), None), 1.0, n.jnp.arange(3.0))[0])), (F32(.3),)),
+    "jit_of_grad_of_scan": (lambda n: n.jax.jit(n.jax.grad(lambda w: n.lax.scan(
+        lambda c, xi: (c * n.jnp.sin(w * xi), None), 1.0, n.jnp.arange(3.0))[0])), (F32(.3),)),
+    "grad_of_fori_loop_wrt_a_constant": (lambda n: n.jax.grad(lambda w: n.lax.fori_loop(
+        0, 3, lambda i, c: c * w + 1.0, 1.0)), (F32(.3),)),
+    "grad_of_jit_of_cond": (lambda n: n.jax.grad(n.jax.jit(lambda x: n.lax.cond(
+        x > 0, n.jnp.sin, n.jnp.cos, x))), (F32(.3),)),
+    "vjp_of_cond_with_two_outputs": (lambda n: lambda x: n.jax.vjp(lambda y: n.lax.cond(
+        y > 0, lambda u: (u * 2.0, n.jnp.exp(u)), lambda u: (u, u * u), y), x)[1]((1.0, 1.0)),
+        (F32(.3),)),
     # A branch pads the residual slots that only the other branch fills with `empty2`
     # placeholders (one per slot, broadcast for arrays), as JAX does.
     "grad_of_cond": (lambda n: n.jax.grad(lambda x: n.lax.cond(
@@ -209,17 +233,16 @@ JAXPRS = {
 # Where minijax's program differs from JAX's, and why (checked to stay different: when a
 # difference disappears, move the case to JAXPRS).
 KNOWN_JAXPR_DIFFERENCES = {
+    # xs that is a NumPy array: JAX does not pass it on to the transposed loop as it is
+    # (it stacks a copy as a residual); minijax, which made it an Array, passes it on.
+    "grad_of_scan_over_numpy_xs": (lambda n: n.jax.grad(lambda c0: n.lax.scan(
+        lambda c, x: (c * x, None), c0, XS[:, 0])[0]), (F32(2),)),
     # Second order through cond: JAX's jvp of the first-order program keeps some zero
     # placeholders as literals and shares the branches' jaxprs with `let` bindings;
     # minijax differentiates the same program but prints each branch in place.
     "grad_of_grad_of_cond": (lambda n: n.jax.grad(n.jax.grad(lambda x: n.lax.cond(
         x > 0, lambda x: n.jnp.sin(x) * n.jnp.exp(x), lambda x: n.jnp.cos(x) * 3., x))),
         (0.7,)),
-    # A weakly typed carry (the init is a Python float): JAX's transposed body adds the
-    # carry's cotangents as they come; minijax first converts them to the carry's weak
-    # type (convert_element_type[weak_type=True]).
-    "grad_of_scan_with_weak_carry": (lambda n: n.jax.grad(lambda x: n.lax.scan(
-        lambda c, xi: (c * n.jnp.sin(xi), c + xi), 1.0, x)[0]), (W3,)),
     # JAX hoists residuals that depend only on loop constants (sin w, cos w) out of the
     # loop; minijax computes them inside and stacks one per iteration.
     "grad_of_scan_with_consts": (lambda n: n.jax.grad(lambda w, x: n.lax.scan(

@@ -107,6 +107,8 @@ PROGRAMS = {
     "constvars": lambda n, x: x * W + np.ones(3, F32),
     "unused_results": lambda n, x: (x * 3, x)[1],
     "equation_without_inputs": lambda n, x: (n.jnp.arange(3), x),
+    "arange_with_start_and_step": lambda n, x: (n.jnp.arange(1.0, 4.0, 0.5) * x,
+                                                n.jnp.arange(2, 9, 3)),
     "many_outputs_wrap": _many_outputs,
     "cond": lambda n, x: n.lax.cond(x > 0, lambda v: v * 2, lambda v: -v, x),
     "while": lambda n, x: n.lax.while_loop(lambda c: c < 10.0, lambda c: c * 2, x),

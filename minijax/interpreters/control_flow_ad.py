@@ -33,7 +33,7 @@ from minijax import core
 from minijax.core import ShapedArray
 from minijax.interpreters import ad
 from minijax.interpreters import partial_eval as pe
-from minijax.interpreters.ad import Zero, add_tangents, instantiate, tangent_aval
+from minijax.interpreters.ad import Zero, instantiate, tangent_aval
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_closed_jaxpr
@@ -515,14 +515,15 @@ def _scan_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, length: int, reve
     Its carry holds the running sum of the cotangents of the linear consts, then the
     cotangent of the carry; its xs are the cotangents of the ``ys``, then the residual
     ``xs``; its ``ys`` are the cotangents of the linear ``xs``. Every carry is treated as
-    linear (a linear scan's carry is a tangent).
+    linear (a linear scan's carry is a tangent). As in JAX, the running sums and the
+    carry's cotangent are never weakly typed: they start from plain zeros or from the
+    cotangent given, and the carry takes that cotangent's type.
     """
     consts, carry, xs = split_list(args, num_consts, num_carry)
     const_lin, xs_lin = [is_undefined(c) for c in consts], [is_undefined(x) for x in xs]
     res_consts, res_xs = _pick(consts, const_lin, keep=False), _pick(xs, xs_lin, keep=False)
     ct_carry, ct_ys = split_list(cts, num_carry)
-    carry_avals = jaxpr.in_avals[num_consts:num_consts + num_carry]
-    ct_carry = [_zeros(a) if _is_zero(ct) else ct for ct, a in zip(ct_carry, carry_avals)]
+    ct_carry = [_zeros(ct.aval) if _is_zero(ct) else ct for ct in ct_carry]
     ys_mask = [not _is_zero(ct) for ct in ct_ys]
     y_avals = jaxpr.out_avals[num_carry:]
     sums = [_zeros(c.aval) for c in _pick(consts, const_lin)]
@@ -535,12 +536,14 @@ def _scan_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, length: int, reve
                   *_merge(xs_lin, [None] * len(xs), rx)]
         ct_out = [*ctc, *_merge(ys_mask, cty, [Zero(a) for a in _pick(y_avals, ys_mask,
                                                                       keep=False)])]
+        # The linear consts' cotangents are added to the running sums as they arrive.
+        starts = [*_merge(const_lin, acc, [None] * len(rc)),
+                  *[Zero(core.get_aval(c)) for c in ctc]]
         ct_consts, ct_carry_in, ct_xs = split_list(
-            backward_pass(jaxpr.jaxpr, jaxpr.consts, linear, inputs, ct_out),
+            backward_pass(jaxpr.jaxpr, jaxpr.consts, linear, inputs, ct_out, starts),
             num_consts, num_carry)
-        acc = [instantiate(add_tangents(a, c)) for a, c in zip(acc, _pick(ct_consts,
-                                                                        const_lin))]
-        return [*acc, *map(instantiate, ct_carry_in), *map(instantiate, _pick(ct_xs, xs_lin))]
+        return [*map(instantiate, _pick(ct_consts, const_lin)), *map(instantiate, ct_carry_in),
+                *map(instantiate, _pick(ct_xs, xs_lin))]
 
     given_ys = _pick(ct_ys, ys_mask)
     avals = [core.get_aval(v) for v in [*res_consts, *sums, *ct_carry]]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from minijax.core import Primitive, ShapedArray
+from minijax.core import Primitive, ShapedArray, get_aval
 from minijax.interpreters.ad import Zero, add_tangents
 from minijax.interpreters.partial_eval import dependent_vars
 from minijax.jaxpr import Jaxpr, Literal, Var
@@ -49,15 +49,23 @@ def is_undefined(x: Any) -> bool:
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[bool],
-                  args: Sequence[Any], cotangents_out: Sequence[Any]) -> list[Any]:
+                  args: Sequence[Any], cotangents_out: Sequence[Any],
+                  starts: Sequence[Any] = ()) -> list[Any]:
     """Cotangents of the linear inputs of ``jaxpr``, given cotangents of its outputs.
 
     ``args`` holds a value for every non-linear input (ignored for linear ones).
     Equations that do not depend on linear inputs are evaluated forwards first: they
     compute constants the transposed equations need. The result has one entry per input:
     a cotangent (possibly ``Zero``) for linear inputs, ``None`` for the others.
+
+    ``starts`` may give a linear input's cotangent a starting point other than a zero of
+    its variable's type: a value that its cotangents are added to as they arrive (a
+    scan's running sums), or a ``Zero`` of another type (a scan's carry takes the type of
+    its cotangent, which is not weakly typed), as JAX's scan does.
     """
     linear = dependent_vars(jaxpr, linear_inputs)
+    cotangents: dict[Var, Any] = {v: s for v, s in zip(jaxpr.invars, starts) if s is not None}
+    types = {v: s.aval if type(s) is Zero else get_aval(s) for v, s in cotangents.items()}
     env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     for var, value, is_linear in zip(jaxpr.invars, args, linear_inputs):
         if not is_linear:
@@ -67,7 +75,6 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[b
             outs = eqn.primitive.bind(*[_read(env, a) for a in eqn.invars], **eqn.params)
             env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
 
-    cotangents: dict[Var, Any] = {}
     for var, ct in zip(jaxpr.outvars, cotangents_out):
         if type(var) is Var and var in linear:
             cotangents[var] = add_tangents(cotangents.get(var, Zero(var.aval)), ct)
@@ -77,8 +84,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[b
         cts_out = [cotangents.pop(v, Zero(v.aval)) for v in eqn.outvars]
         if all(type(ct) is Zero for ct in cts_out):
             continue
-        inputs = [UndefinedPrimal(a.aval) if type(a) is Var and a in linear else _read(env, a)
-                  for a in eqn.invars]
+        inputs = [UndefinedPrimal(types.get(a, a.aval)) if type(a) is Var and a in linear
+                  else _read(env, a) for a in eqn.invars]
         rule = transpose_rules.get(eqn.primitive)
         if rule is None:
             raise NotImplementedError(
@@ -90,7 +97,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[b
         for var, ct in zip(eqn.invars, cts_in):
             if type(var) is Var and var in linear and ct is not None:
                 cotangents[var] = add_tangents(cotangents.get(var, Zero(var.aval)), ct)
-    return [cotangents.get(v, Zero(v.aval)) if is_linear else None
+    return [cotangents.get(v, Zero(types.get(v, v.aval))) if is_linear else None
             for v, is_linear in zip(jaxpr.invars, linear_inputs)]
 
 

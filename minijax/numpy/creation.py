@@ -219,10 +219,10 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     first, last, delta = values.get("start", 0), values["stop"], values.get("step", 1)
     size = max(math.ceil((last - first) / delta), 0)
     out = lax.iota(dt, size)
-    if delta != 1:
-        out = lax.mul(out, lax.convert_element_type(delta, dt))
+    if delta != 1:  # the scalar first, as JAX records it
+        out = lax.mul(lax.convert_element_type(delta, dt), out)
     if first != 0 or delta != 1:
-        out = lax.add(out, lax.convert_element_type(first, dt))
+        out = lax.add(lax.convert_element_type(first, dt), out)
     return out
 
 
