@@ -166,7 +166,13 @@ def _summation(name: str, reduce: Callable, combine: Callable, identity: int) ->
     return reduction
 
 
-sum = _summation("sum", lax.reduce_sum, lax.add, 0)
+def _sum_over(a: Any, axes: tuple[int, ...]) -> Any:
+    """``lax.reduce_sum`` for an operand and axes that the jnp wrappers have already
+    checked and made canonical: the primitive alone, which keeps ``jnp.sum`` cheap."""
+    return lax.reduce_sum_p.bind(a, axes=axes, out_sharding=None)
+
+
+sum = _summation("sum", _sum_over, lax.add, 0)
 prod = _summation("prod", lax.reduce_prod, lax.mul, 1)
 
 
@@ -244,7 +250,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
         count = sum(broadcast_to(asarray(where), a.shape), axes, compute_dtype,
                     keepdims=keepdims)
     a = _accumulation_operand(a, compute_dtype)
-    total = _reduce(a, axes, keepdims, reduce=lax.reduce_sum, combine=None, fill=0,
+    total = _reduce(a, axes, keepdims, reduce=_sum_over, combine=None, fill=0,
                     where=where)
     return lax.convert_element_type(lax.div(total, count), result_dtype, False)
 
@@ -283,7 +289,7 @@ def _var(a: Any, *, axis: Any, dtype: Any, out: Any, correction: Any, keepdims: 
     if keepdims and where is not None:
         count = lax.expand_dims(count, axes)
     normalizer = lax.sub(count, lax.convert_element_type(correction, squares.dtype))
-    total = _reduce(squares, axes, keepdims, reduce=lax.reduce_sum, combine=None, fill=0,
+    total = _reduce(squares, axes, keepdims, reduce=_sum_over, combine=None, fill=0,
                     where=where)
     quotient = lax.div(total, normalizer)
     positive = lax.gt(normalizer, lax.convert_element_type(0, normalizer.dtype))
