@@ -221,6 +221,10 @@ JAXPRS = {
     "vjp_of_cond_with_two_outputs": (lambda n: lambda x: n.jax.vjp(lambda y: n.lax.cond(
         y > 0, lambda u: (u * 2.0, n.jnp.exp(u)), lambda u: (u, u * u), y), x)[1]((1.0, 1.0)),
         (F32(.3),)),
+    # xs that is a NumPy array is not passed on to the transposed loop as it is: the
+    # known loop stacks a copy as a residual (as JAX does)
+    "grad_of_scan_over_numpy_xs": (lambda n: n.jax.grad(lambda c0: n.lax.scan(
+        lambda c, x: (c * x, None), c0, XS[:, 0])[0]), (F32(2),)),
     # A branch pads the residual slots that only the other branch fills with `empty2`
     # placeholders (one per slot, broadcast for arrays), as JAX does.
     "grad_of_cond": (lambda n: n.jax.grad(lambda x: n.lax.cond(
@@ -233,10 +237,6 @@ JAXPRS = {
 # Where minijax's program differs from JAX's, and why (checked to stay different: when a
 # difference disappears, move the case to JAXPRS).
 KNOWN_JAXPR_DIFFERENCES = {
-    # xs that is a NumPy array: JAX does not pass it on to the transposed loop as it is
-    # (it stacks a copy as a residual); minijax, which made it an Array, passes it on.
-    "grad_of_scan_over_numpy_xs": (lambda n: n.jax.grad(lambda c0: n.lax.scan(
-        lambda c, x: (c * x, None), c0, XS[:, 0])[0]), (F32(2),)),
     # Second order through cond: JAX's jvp of the first-order program keeps some zero
     # placeholders as literals and shares the branches' jaxprs with `let` bindings;
     # minijax differentiates the same program but prints each branch in place.

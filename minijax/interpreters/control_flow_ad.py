@@ -458,7 +458,8 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> li
     """Split the loop in two: a known scan, run now, that also stacks the residuals of
     every iteration as extra ``ys``; and an unknown scan, recorded, that reads them as
     ``xs``. A residual that is simply a known const or ``xs`` operand is passed on as it
-    is instead of being stacked."""
+    is instead of being stacked -- unless it was a NumPy array (JAX does not pass those
+    on)."""
     jaxpr, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
     unknown = [trace.is_unknown(x) for x in args]
     if all(unknown):
@@ -482,7 +483,8 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> li
     position = {v: i for i, v in enumerate(k.invars)}
     residuals = k.outvars[n_known_out:]
     where = [position.get(r, -1) if type(r) is Var else -1 for r in residuals]
-    where = [-1 if n_kc <= i < n_kc + n_kk else i for i in where]  # a carry changes
+    where = [-1 if n_kc <= i < n_kc + n_kk  # a carry changes
+             or (i >= 0 and core.is_host_array(known_args[i])) else i for i in where]
     invariant = [0 <= i < n_kc for i in where]
     stacked = [i < 0 for i in where]
     body = Jaxpr(k.constvars, k.invars, [*k.outvars[:n_known_out], *_pick(residuals, stacked)],
