@@ -56,13 +56,14 @@ class Device:
     def __init__(self, id: int) -> None:
         self.id = id
         self._jobs: collections.deque[tuple] = collections.deque()  # queued, not started
-        self._running = threading.Lock()  # held by the thread that is running a job
+        self._running = threading.Lock()  # held by the thread that is running jobs
         self._wakeup: queue.SimpleQueue = queue.SimpleQueue()  # the idle worker waits here
         self._worker_called = False  # a wake-up call is pending: no need for another
         self._wanted = False  # a thread waiting for a value wants to run the jobs itself
-        # Where other threads run this device's jobs: a context in which NumPy's warnings
-        # are off, as on the worker thread (see ``_work``). Entering a context is far
-        # cheaper than ``np.errstate``, and only the thread holding the lock enters it.
+        # Where other threads run this device's jobs: an empty context (jobs see none of
+        # the caller's context variables, as on the worker) in which NumPy's warnings are
+        # off (see ``_work``). Entering it costs far less than ``np.errstate``. A context
+        # cannot be entered twice at once; only the thread holding ``_running`` enters it.
         self._quiet = contextvars.Context()
         self._quiet.run(np.seterr, all="ignore")
         threading.Thread(target=_work, args=(self,), name=f"minijax-{self}", daemon=True).start()
@@ -80,17 +81,20 @@ class Device:
     def run_jobs(self, until: Array | None = None) -> None:
         """Run queued jobs on this thread, in order: until the array ``until`` is computed,
         or, without ``until``, until the queue is empty."""
-        self._wanted = True  # asks the worker to give way (see ``_run_jobs_as_worker``)
         try:
             self._run_jobs_until(until)
         finally:
             self._wanted = False
-        if self._jobs:  # the worker may have given way to this thread: hand the rest back
-            self._call_worker()
+            if self._jobs:  # the worker may have given way to this thread: hand the rest back
+                self._call_worker()
 
     def _run_jobs_until(self, until: Array | None) -> None:
+        """Take the lock and run jobs in order until ``until`` is computed (or the queue
+        is empty), asking the worker to give way meanwhile."""
         jobs = self._jobs
         while until is None or not until.is_ready():
+            # Raised on every attempt: another waiting thread may have lowered it.
+            self._wanted = True  # asks the worker to give way (see ``_run_jobs_as_worker``)
             # A timeout rather than waiting for the lock for ever: this thread may hold
             # another device's lock (running a job that needs a value from here) while
             # this device's job waits for that device (a deadlock), but then the value it
@@ -134,6 +138,8 @@ _RECHECK_SECONDS = 0.005
 
 
 def _run_jobs_in_order(jobs: collections.deque, until: Array | None) -> None:
+    """The waiting thread's loop (the worker's, in ``_run_jobs_as_worker``, stops on
+    another condition); a function of its own so that ``Context.run`` can call it."""
     while jobs and (until is None or not until.is_ready()):
         _run(*jobs.popleft())
 

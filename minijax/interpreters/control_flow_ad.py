@@ -227,8 +227,9 @@ def _residual_slots(per_branch: list[list[ShapedArray]]) -> tuple[list[ShapedArr
 def _known_branch(known: ClosedJaxpr, n_out: int, slots: list[ShapedArray],
                   mine: list[int]) -> ClosedJaxpr:
     """A known branch returning its outputs, then every residual slot: its own residuals
-    in its slots, placeholders in the others. (Like JAX, it makes a placeholder for every
-    slot, and leaves the ones it does not need to dead-code elimination.)"""
+    in its slots, placeholders in the others. Like JAX, it makes a placeholder for every
+    slot; those it does not return stay in its jaxpr unread (jit's dead-code elimination
+    removes them before lowering)."""
     def fun(*args: Any) -> list[Any]:
         outs, residuals = split_list(eval_closed_jaxpr(known, *args), n_out)
         values = [placeholder(a) for a in slots]
@@ -517,9 +518,10 @@ def _scan_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, length: int, reve
     Its carry holds the running sum of the cotangents of the linear consts, then the
     cotangent of the carry; its xs are the cotangents of the ``ys``, then the residual
     ``xs``; its ``ys`` are the cotangents of the linear ``xs``. Every carry is treated as
-    linear (a linear scan's carry is a tangent). As in JAX, the running sums and the
-    carry's cotangent are never weakly typed: they start from plain zeros or from the
-    cotangent given, and the carry takes that cotangent's type.
+    linear (a linear scan's carry is a tangent). As in JAX, the body sees the carry with
+    the type of the cotangent given for it, which need not be the carry's own (a Python
+    float makes a weakly typed carry; its cotangent usually is not): so transposing the
+    body adds no conversions to the carry's weak type.
     """
     consts, carry, xs = split_list(args, num_consts, num_carry)
     const_lin, xs_lin = [is_undefined(c) for c in consts], [is_undefined(x) for x in xs]

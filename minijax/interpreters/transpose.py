@@ -59,13 +59,14 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[b
     a cotangent (possibly ``Zero``) for linear inputs, ``None`` for the others.
 
     ``starts`` may give a linear input's cotangent a starting point other than a zero of
-    its variable's type: a value that its cotangents are added to as they arrive (a
-    scan's running sums), or a ``Zero`` of another type (a scan's carry takes the type of
-    its cotangent, which is not weakly typed), as JAX's scan does.
+    its variable's type (``None`` keeps that): a value that its cotangents are added to
+    as they arrive, or a ``Zero`` of another type. Either way, the input is seen with the
+    starting point's type (``_scan_transpose`` says why a scan needs this).
     """
     linear = dependent_vars(jaxpr, linear_inputs)
     cotangents: dict[Var, Any] = {v: s for v, s in zip(jaxpr.invars, starts) if s is not None}
-    types = {v: s.aval if type(s) is Zero else get_aval(s) for v, s in cotangents.items()}
+    start_avals = {v: s.aval if type(s) is Zero else get_aval(s)
+                   for v, s in cotangents.items()}
     env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     for var, value, is_linear in zip(jaxpr.invars, args, linear_inputs):
         if not is_linear:
@@ -84,7 +85,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[b
         cts_out = [cotangents.pop(v, Zero(v.aval)) for v in eqn.outvars]
         if all(type(ct) is Zero for ct in cts_out):
             continue
-        inputs = [UndefinedPrimal(types.get(a, a.aval)) if type(a) is Var and a in linear
+        inputs = [UndefinedPrimal(start_avals.get(a, a.aval)) if type(a) is Var and a in linear
                   else _read(env, a) for a in eqn.invars]
         rule = transpose_rules.get(eqn.primitive)
         if rule is None:
@@ -97,7 +98,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[b
         for var, ct in zip(eqn.invars, cts_in):
             if type(var) is Var and var in linear and ct is not None:
                 cotangents[var] = add_tangents(cotangents.get(var, Zero(var.aval)), ct)
-    return [cotangents.get(v, Zero(types.get(v, v.aval))) if is_linear else None
+    return [cotangents.get(v, Zero(start_avals.get(v, v.aval))) if is_linear else None
             for v, is_linear in zip(jaxpr.invars, linear_inputs)]
 
 

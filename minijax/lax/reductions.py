@@ -159,7 +159,14 @@ def _axes(axes: Sequence[int]) -> tuple[int, ...]:
 
 def reduce_sum(operand_: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
     """Sum over ``axes`` (in the operand's own dtype: int8 sums wrap around)."""
-    return reduce_sum_p.bind(operand(operand_, reduce_sum_p), axes=_axes(axes), out_sharding=None)
+    return bind_reduce_sum(operand(operand_, reduce_sum_p), _axes(axes))
+
+
+def bind_reduce_sum(x: Any, axes: tuple[int, ...]) -> Any:
+    """``reduce_sum`` of an array or tracer over axes that are already a tuple of Python
+    ints, without converting them again: ``jnp.sum`` has made them so, and this keeps it
+    cheap."""
+    return reduce_sum_p.bind(x, axes=axes, out_sharding=None)
 
 
 def reduce_prod(operand_: Any, axes: Sequence[int]) -> Any:

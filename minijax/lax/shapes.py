@@ -600,7 +600,8 @@ def iota(dtype: Any, size: int) -> Any:
 
 
 class MemorySpace(enum.Enum):
-    """Where a buffer lives. Only device memory exists here; ``empty2`` names it."""
+    """Where a buffer lives. Only device memory exists here: this enum is a parameter of
+    ``empty2`` so that jaxprs print it as JAX's do (``memory_space=MemorySpace.Device``)."""
 
     Device = "device"
 

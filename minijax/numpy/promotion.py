@@ -123,10 +123,10 @@ _SCALAR_FITS = {bool: "b", int: "iufc", float: "fc", complex: "c"}
 
 def _agreeing(args: tuple) -> list[Any] | None:
     """The common cases, made fast (one pass, no lattice): arrays of one dtype and weak
-    type, and one rank apart from rank-0 ones (``x - x.mean()``), which need nothing; and
-    among them Python scalars that promotion would simply convert to the arrays' dtype
-    and weak type (``x * 2.0``). Returns the promoted operands, or ``None`` if the general
-    rules must decide."""
+    type, and of one rank except that rank-0 arrays may join any rank (``x - x.mean()``:
+    lax takes scalars as they are), which need nothing; and among them Python scalars
+    that promotion would simply convert to the arrays' dtype and weak type (``x * 2.0``).
+    Returns the promoted operands, or ``None`` if the general rules must decide."""
     aval = None  # the first array's, or the first array's of rank > 0 once one is seen
     scalars = False
     for arg in args:

@@ -26,6 +26,7 @@ from minijax import dtypes, lax
 from minijax.array import Array
 from minijax.compiler.jit import jit
 from minijax.core import Tracer
+from minijax.lax.reductions import bind_reduce_sum
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import (
     broadcast_to,
@@ -151,8 +152,8 @@ def _summation(name: str, reduce: Callable, combine: Callable, identity: int) ->
         a = _operand(name, a, out)
         if (axis is None and dtype is None and not keepdims and initial is None
                 and where is None and a.aval.dtype in _SUMMED_AS_IS and not a.aval.weak_type):
-            # The commonest call, ``jnp.sum(x)`` of floats, made cheap: there is nothing
-            # to widen, mask or cast, so it is the lax reduction alone.
+            # The commonest calls, ``jnp.sum(x)`` or ``jnp.prod(x)`` of floats, made
+            # cheap: there is nothing to widen, mask or cast, only the lax reduction.
             return reduce(a, tuple(range(a.ndim)))
         user_dtype = _user_dtype(dtype, name)
         result_dtype = user_dtype or _summation_dtype(a.dtype, promote_integers)
@@ -166,13 +167,7 @@ def _summation(name: str, reduce: Callable, combine: Callable, identity: int) ->
     return reduction
 
 
-def _sum_over(a: Any, axes: tuple[int, ...]) -> Any:
-    """``lax.reduce_sum`` for an operand and axes that the jnp wrappers have already
-    checked and made canonical: the primitive alone, which keeps ``jnp.sum`` cheap."""
-    return lax.reduce_sum_p.bind(a, axes=axes, out_sharding=None)
-
-
-sum = _summation("sum", _sum_over, lax.add, 0)
+sum = _summation("sum", bind_reduce_sum, lax.add, 0)
 prod = _summation("prod", lax.reduce_prod, lax.mul, 1)
 
 
@@ -250,7 +245,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
         count = sum(broadcast_to(asarray(where), a.shape), axes, compute_dtype,
                     keepdims=keepdims)
     a = _accumulation_operand(a, compute_dtype)
-    total = _reduce(a, axes, keepdims, reduce=_sum_over, combine=None, fill=0,
+    total = _reduce(a, axes, keepdims, reduce=bind_reduce_sum, combine=None, fill=0,
                     where=where)
     return lax.convert_element_type(lax.div(total, count), result_dtype, False)
 
@@ -289,7 +284,7 @@ def _var(a: Any, *, axis: Any, dtype: Any, out: Any, correction: Any, keepdims: 
     if keepdims and where is not None:
         count = lax.expand_dims(count, axes)
     normalizer = lax.sub(count, lax.convert_element_type(correction, squares.dtype))
-    total = _reduce(squares, axes, keepdims, reduce=_sum_over, combine=None, fill=0,
+    total = _reduce(squares, axes, keepdims, reduce=bind_reduce_sum, combine=None, fill=0,
                     where=where)
     quotient = lax.div(total, normalizer)
     positive = lax.gt(normalizer, lax.convert_element_type(0, normalizer.dtype))
