@@ -251,12 +251,6 @@ def is_host_scalar(array: Any) -> bool:
     return entry is not None and entry[0] is array
 
 
-def is_host_array(array: Any) -> bool:
-    """Was ``array`` made from a NumPy array while the current trace was recording?"""
-    constants = current_trace().host_constants
-    return constants is not None and any(a is array for _, a in constants.values())
-
-
 def current_trace() -> Trace:
     trace = _state.trace
     return eval_trace if trace is None else trace

@@ -221,10 +221,21 @@ JAXPRS = {
     "vjp_of_cond_with_two_outputs": (lambda n: lambda x: n.jax.vjp(lambda y: n.lax.cond(
         y > 0, lambda u: (u * 2.0, n.jnp.exp(u)), lambda u: (u, u * u), y), x)[1]((1.0, 1.0)),
         (F32(.3),)),
-    # xs that is a NumPy array is not passed on to the transposed loop as it is: the
-    # known loop stacks a copy as a residual (as JAX does)
-    "grad_of_scan_over_numpy_xs": (lambda n: n.jax.grad(lambda c0: n.lax.scan(
-        lambda c, x: (c * x, None), c0, XS[:, 0])[0]), (F32(2),)),
+    # Loop-invariant residuals (sin w, cos w) are computed once, before the loop, and
+    # passed to the transposed loop as consts (JAX's hoisting).
+    "grad_of_scan_hoisting_residuals": (lambda n: n.jax.grad(lambda w: n.lax.scan(
+        lambda c, x: (c * n.jnp.sin(w) + x, None), 1.0, n.jnp.asarray(XS[:, 0]))[0]),
+        (F32(.7),)),
+    "linearize_of_scan_hoisting_residuals": (lambda n: lambda w: n.jax.linearize(
+        lambda w: n.lax.scan(lambda c, x: (c * n.jnp.sin(w) + x, None), 1.0,
+                             n.jnp.asarray(XS[:, 0]))[0], w)[1](w), (F32(.7),)),
+    "grad_of_scan_with_consts_in_both_arguments": (lambda n: n.jax.grad(
+        lambda w, x: n.lax.scan(lambda c, x: (c * n.jnp.sin(w) + x, c), x,
+                                n.jnp.arange(3.) * w)[0].sum(), argnums=(0, 1)), (W3, W3)),
+    # xs built inside the function with jnp (not a NumPy array) is passed on as it is
+    "grad_of_scan_passing_xs_on": (lambda n: n.jax.grad(lambda w: n.lax.scan(
+        lambda c, x: (c + (w * 2.0) * x, c), 0.0, n.jnp.asarray(XS[:, 0]))[1].sum()),
+        (F32(.7),)),
     # A branch pads the residual slots that only the other branch fills with `empty2`
     # placeholders (one per slot, broadcast for arrays), as JAX does.
     "grad_of_cond": (lambda n: n.jax.grad(lambda x: n.lax.cond(
@@ -243,8 +254,12 @@ KNOWN_JAXPR_DIFFERENCES = {
     "grad_of_grad_of_cond": (lambda n: n.jax.grad(n.jax.grad(lambda x: n.lax.cond(
         x > 0, lambda x: n.jnp.sin(x) * n.jnp.exp(x), lambda x: n.jnp.cos(x) * 3., x))),
         (0.7,)),
-    # JAX hoists residuals that depend only on loop constants (sin w, cos w) out of the
-    # loop; minijax computes them inside and stacks one per iteration.
+    # xs that is a NumPy array: JAX stacks a copy as a residual rather than passing it on
+    # (minijax, which made it an Array like jnp.asarray does, passes it on).
+    "grad_of_scan_over_numpy_xs": (lambda n: n.jax.grad(lambda c0: n.lax.scan(
+        lambda c, x: (c * x, None), c0, XS[:, 0])[0]), (F32(2),)),
+    # The zero tangent of the carry's init: JAX's linearize makes it while transposing
+    # (after the forward loop), minijax's before the forward loop; it is unused in both.
     "grad_of_scan_with_consts": (lambda n: n.jax.grad(lambda w, x: n.lax.scan(
         lambda c, x: (c * n.jnp.sin(w) + x, c), x, n.jnp.arange(3.) * w)[0].sum()),
         (W3, W3)),

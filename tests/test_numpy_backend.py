@@ -121,6 +121,14 @@ def _grad_through_cond(n):
     return n.jax.grad(f)
 
 
+def _grad_hoisting_scan_residuals(n):
+    """sin(w) and cos(w) do not change in the loop: computed once, before it."""
+    def loss(w, x):
+        return n.lax.scan(lambda c, xi: (c * n.jnp.sin(w) + xi, c), x,
+                          n.jnp.arange(5.) * w)[0].sum()
+    return n.jax.grad(loss, argnums=(0, 1))
+
+
 def _mlp_value_and_grad(n):
     def loss(params, x):
         w, b = params
@@ -227,6 +235,7 @@ PROGRAMS = [
     Program("custom_vjp_grad", _custom_vjp_grad, (V,)),
     Program("grad_through_cond", _grad_through_cond, (V,)),
     Program("grad_through_cond_other_branch", _grad_through_cond, (-V,)),
+    Program("grad_hoisting_scan_residuals", _grad_hoisting_scan_residuals, (V, V)),
     Program("mlp_value_and_grad", _mlp_value_and_grad, ((W, V[:3]), F), False),
     Program("cholesky", lambda n: lambda a: n.lax.linalg.cholesky(a), (SPD,), False),
     Program("eigh", lambda n: lambda a: n.lax.linalg.eigh(a), (SPD,)),

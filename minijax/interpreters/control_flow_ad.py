@@ -36,7 +36,7 @@ from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import Zero, instantiate, tangent_aval
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
-from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_closed_jaxpr
+from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_closed_jaxpr, has_effects
 from minijax.lax.control_flow.common import consts_as_inputs, merge_consts, split_list
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
@@ -458,9 +458,9 @@ def _scan_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, length: int,
 def _scan_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> list[Any]:
     """Split the loop in two: a known scan, run now, that also stacks the residuals of
     every iteration as extra ``ys``; and an unknown scan, recorded, that reads them as
-    ``xs``. A residual that is simply a known const or ``xs`` operand is passed on as it
-    is instead of being stacked -- unless it was a NumPy array (JAX does not pass those
-    on)."""
+    ``xs``. As in JAX, residuals that depend on the known consts alone are computed once,
+    before the loop (:func:`_hoist`), and become consts of the unknown scan; a residual
+    that is simply a known ``xs`` operand is passed on as it is instead of being stacked."""
     jaxpr, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
     unknown = [trace.is_unknown(x) for x in args]
     if all(unknown):
@@ -474,29 +474,33 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> li
             break
         carry_uk = [a or b for a, b in zip(carry_uk, out_uk)]
     in_uk = const_uk + carry_uk + xs_uk
-    known_args = _pick(args, in_uk, keep=False)
-    n_kc, n_kk = const_uk.count(False), carry_uk.count(False)
-
-    # where each residual comes from: a known const (loop-invariant), a known xs, or the
-    # known loop's body (one value per iteration, stacked)
-    k = known.jaxpr
-    n_known_out = len(k.outvars) - num_res
-    position = {v: i for i, v in enumerate(k.invars)}
-    residuals = k.outvars[n_known_out:]
-    where = [position.get(r, -1) if type(r) is Var else -1 for r in residuals]
-    where = [-1 if n_kc <= i < n_kc + n_kk  # a carry changes
-             or (i >= 0 and core.is_host_array(known_args[i])) else i for i in where]
-    invariant = [0 <= i < n_kc for i in where]
-    stacked = [i < 0 for i in where]
-    body = Jaxpr(k.constvars, k.invars, [*k.outvars[:n_known_out], *_pick(residuals, stacked)],
-                 k.eqns)
+    known_consts, known_carry, known_xs = split_list(_pick(args, in_uk, keep=False),
+                                                     const_uk.count(False),
+                                                     carry_uk.count(False))
+    n_known_out = len(known.out_avals) - num_res
     with core.set_current_trace(trace.parent):
-        outs = scan_p.bind(*known_args, jaxpr=ClosedJaxpr(body, known.consts),
-                           length=params["length"], reverse=params["reverse"],
-                           unroll=params["unroll"], num_consts=n_kc, num_carry=n_kk)
+        invariant, invariant_values, loop, loop_consts = _hoist(known, known_consts,
+                                                                n_known_out)
+
+    # where each loop-dependent residual comes from: a known xs operand (passed on), or
+    # the known loop's body (one value per iteration, stacked)
+    body = loop.jaxpr
+    loop_res = body.outvars[n_known_out:]
+    first_xs = len(loop_consts) + len(known_carry)
+    position = {v: i - first_xs for i, v in enumerate(body.invars) if i >= first_xs}
+    which_xs = [position.get(r, -1) if type(r) is Var else -1 for r in loop_res]
+    stacked = [i < 0 for i in which_xs]
+    body = Jaxpr(body.constvars, body.invars,
+                 [*body.outvars[:n_known_out], *_pick(loop_res, stacked)], body.eqns)
+    with core.set_current_trace(trace.parent):
+        outs = scan_p.bind(*loop_consts, *known_carry, *known_xs,
+                           jaxpr=ClosedJaxpr(body, loop.consts), length=params["length"],
+                           reverse=params["reverse"], unroll=params["unroll"],
+                           num_consts=len(loop_consts), num_carry=len(known_carry))
     known_outs, stacked_values = split_list(outs, n_known_out)
-    values = iter(stacked_values)
-    res_values = [known_args[i] if i >= 0 else next(values) for i in where]
+    stacked_values = iter(stacked_values)
+    per_iteration = [known_xs[i] if i >= 0 else next(stacked_values) for i in which_xs]
+    res_values = _merge(invariant, invariant_values, per_iteration)
 
     u = unk.jaxpr
     res_vars, unknown_in = split_list(u.invars, num_res)
@@ -509,6 +513,25 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> li
         dict(params, jaxpr=ClosedJaxpr(body, unk.consts),
              num_consts=invariant.count(True) + n_uc, num_carry=carry_uk.count(True)))
     return _merge(out_uk, unknown_outs, known_outs)
+
+
+def _hoist(known: ClosedJaxpr, consts: list[Any], n_out: int
+           ) -> tuple[list[bool], list[Any], ClosedJaxpr, list[Any]]:
+    """Split the known loop body (inputs: consts, carry, xs; outputs: ``n_out`` outputs,
+    then residuals) into what depends on the consts alone, computed here once, and the
+    loop. Returns which residuals are loop-invariant, their values, the loop's body and
+    the consts the loop's body takes (values computed here). A body with side effects
+    is left whole: its effects must happen once per iteration."""
+    n_res = len(known.out_avals) - n_out
+    if has_effects(known.jaxpr):
+        return [False] * n_res, [], known, consts
+    n_loop_in = len(known.in_avals) - len(consts)
+    hoist, loop, loop_dependent, _ = partial_eval_jaxpr(
+        known, [False] * len(consts) + [True] * n_loop_in, [True] * n_out + [False] * n_res)
+    values = eval_closed_jaxpr(hoist, *consts)
+    invariant = [not d for d in loop_dependent[n_out:]]
+    invariant_values, loop_consts = split_list(values, invariant.count(True))
+    return invariant, invariant_values, loop, loop_consts
 
 
 def _scan_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, length: int, reverse: bool,
