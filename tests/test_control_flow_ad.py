@@ -232,6 +232,14 @@ JAXPRS = {
     "grad_of_scan_with_consts_in_both_arguments": (lambda n: n.jax.grad(
         lambda w, x: n.lax.scan(lambda c, x: (c * n.jnp.sin(w) + x, c), x,
                                 n.jnp.arange(3.) * w)[0].sum(), argnums=(0, 1)), (W3, W3)),
+    # A zero tangent for the carry's init (the init is not differentiated) is made in the
+    # linear part, with the other tangent computations, as JAX's linearize does.
+    "grad_of_scan_with_consts": (lambda n: n.jax.grad(lambda w, x: n.lax.scan(
+        lambda c, x: (c * n.jnp.sin(w) + x, c), x, n.jnp.arange(3.) * w)[0].sum()),
+        (W3, W3)),
+    "grad_of_rnn_with_zero_init": (lambda n: n.jax.grad(lambda w: n.lax.scan(
+        lambda h, x: (n.jnp.tanh(h @ w.T + x), None), n.jnp.zeros(3),
+        n.jnp.ones((4, 3)))[0].sum()), (np.outer(W3, W3),)),
     # xs built inside the function with jnp (not a NumPy array) is passed on as it is
     "grad_of_scan_passing_xs_on": (lambda n: n.jax.grad(lambda w: n.lax.scan(
         lambda c, x: (c + (w * 2.0) * x, c), 0.0, n.jnp.asarray(XS[:, 0]))[1].sum()),
@@ -258,11 +266,7 @@ KNOWN_JAXPR_DIFFERENCES = {
     # (minijax, which made it an Array like jnp.asarray does, passes it on).
     "grad_of_scan_over_numpy_xs": (lambda n: n.jax.grad(lambda c0: n.lax.scan(
         lambda c, x: (c * x, None), c0, XS[:, 0])[0]), (F32(2),)),
-    # The zero tangent of the carry's init: JAX's linearize makes it while transposing
-    # (after the forward loop), minijax's before the forward loop; it is unused in both.
-    "grad_of_scan_with_consts": (lambda n: n.jax.grad(lambda w, x: n.lax.scan(
-        lambda c, x: (c * n.jnp.sin(w) + x, c), x, n.jnp.arange(3.) * w)[0].sum()),
-        (W3, W3)),
+
 }
 
 

@@ -65,15 +65,25 @@ class Zero:
 
 
 def instantiate(tangent: Any) -> Any:
-    """An array for a tangent: symbolic zeros become real zeros (with the current trace)."""
+    """An array for a tangent: symbolic zeros become real zeros (with the current trace).
+
+    Under ``linearize`` (a partial-evaluation trace), an array of zeros is recorded in the
+    linear part with the other tangent computations, as JAX's linearize does, although
+    nothing unknown goes into it.
+    """
     if type(tangent) is not Zero:
         return tangent
     aval = tangent.aval
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
     from minijax import lax
+    from minijax.interpreters.partial_eval import PartialEvalTrace
 
     zero = lax.convert_element_type(0, aval.dtype, aval.weak_type)  # weak stays weak, as in JAX
+    trace = core.current_trace()
+    if aval.shape and isinstance(trace, PartialEvalTrace):
+        return trace.record(lax.broadcast_in_dim_p, [zero],
+                            dict(shape=aval.shape, broadcast_dimensions=(), sharding=None))
     return lax.broadcast_in_dim(zero, aval.shape, ())
 
 
