@@ -55,11 +55,14 @@ def _as_tuple(axis: Any) -> tuple[Any, ...]:
 def reduction_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """``None`` (all axes), an int or a sequence of ints -> distinct axes in ``range(ndim)``."""
     if axis is None:
-        return tuple(range(ndim))
+        return _ALL_AXES[ndim]
     canonical = lax.canonicalize_axes([int(a) for a in _as_tuple(axis)], ndim)
     if len(set(canonical)) != len(canonical):
         raise ValueError(f"duplicate value in 'axis': {axis}")
     return canonical
+
+
+_ALL_AXES = [tuple(range(ndim)) for ndim in range(65)]  # every rank NumPy allows
 
 
 def _statistic_axes(axis: Any, ndim: int) -> tuple[int, ...]:
@@ -154,7 +157,7 @@ def _summation(name: str, reduce: Callable, combine: Callable, identity: int) ->
                 and where is None and a.aval.dtype in _SUMMED_AS_IS and not a.aval.weak_type):
             # The commonest calls, ``jnp.sum(x)`` or ``jnp.prod(x)`` of floats, made
             # cheap: there is nothing to widen, mask or cast, only the lax reduction.
-            return reduce(a, tuple(range(a.ndim)))
+            return reduce(a, _ALL_AXES[len(a.aval.shape)])
         user_dtype = _user_dtype(dtype, name)
         result_dtype = user_dtype or _summation_dtype(a.dtype, promote_integers)
         a = _accumulation_operand(a, user_dtype or _upcast_half(result_dtype))
