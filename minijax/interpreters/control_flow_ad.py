@@ -41,7 +41,7 @@ from minijax.lax.control_flow.common import consts_as_inputs, merge_consts, spli
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
 from minijax.lax.elementwise import convert_element_type
-from minijax.lax.shapes import broadcast_in_dim, placeholder
+from minijax.lax.shapes import MemorySpace, broadcast_in_dim, empty2_p
 from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------
@@ -100,6 +100,14 @@ def _fresh(closed: ClosedJaxpr) -> ClosedJaxpr:
 def _zeros(aval: ShapedArray) -> Any:
     """Zeros of exactly ``aval`` (weak type included), with the current trace."""
     return broadcast_in_dim(convert_element_type(0, aval.dtype, aval.weak_type), aval.shape, ())
+
+
+def _placeholder(aval: ShapedArray) -> Any:
+    """A value of ``aval``'s shape and dtype that nobody will read (zeros, in fact): an
+    ``empty2`` scalar, broadcast. ``cond``'s partial evaluation fills a branch's residual
+    slots with these where another branch has the residuals, as JAX does."""
+    x = empty2_p.bind(dtype=aval.dtype, memory_space=MemorySpace.Device)
+    return broadcast_in_dim(x, aval.shape, ()) if aval.shape else x
 
 
 def _is_zero(t: Any) -> bool:
@@ -232,7 +240,7 @@ def _known_branch(known: ClosedJaxpr, n_out: int, slots: list[ShapedArray],
     removes them before lowering)."""
     def fun(*args: Any) -> list[Any]:
         outs, residuals = split_list(eval_closed_jaxpr(known, *args), n_out)
-        values = [placeholder(a) for a in slots]
+        values = [_placeholder(a) for a in slots]
         for slot, r in zip(mine, residuals):
             values[slot] = r
         return [*outs, *values]

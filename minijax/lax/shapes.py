@@ -611,14 +611,6 @@ empty2_p.def_impl(lambda *, dtype, memory_space: np.zeros((), dtype))
 empty2_p.def_abstract_eval(lambda *, dtype, memory_space: ShapedArray((), dtype))
 
 
-def placeholder(aval: ShapedArray) -> Any:
-    """A value of ``aval``'s shape and dtype that nobody will read (zeros, in fact): an
-    ``empty2`` scalar, broadcast. ``cond``'s partial evaluation fills a branch's residual
-    slots with these where another branch has the residuals, as JAX does."""
-    x = empty2_p.bind(dtype=aval.dtype, memory_space=MemorySpace.Device)
-    return broadcast_in_dim(x, aval.shape, ()) if aval.shape else x
-
-
 # ---------------------------------------------------------------------------------------
 # copy: a new buffer with the same contents (what jnp.copy shows in a jaxpr)
 # ---------------------------------------------------------------------------------------
