@@ -29,6 +29,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     Arguments at ``static_argnums`` are not traced: ``fun`` receives them as they are.
     The trace is the one ``jit(fun)`` makes (and caches) for these arguments.
     """
+    if not callable(fun):
+        raise TypeError("the first argument must be callable")
     jitted = jit(fun, static_argnums=static_argnums)
 
     @functools.wraps(fun)

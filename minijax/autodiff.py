@@ -22,6 +22,7 @@ import numpy as np
 
 from minijax import core, dtypes, lax
 from minijax.array import Array
+from minijax.compiler.jit import check_callable
 from minijax.core import ShapedArray, Tracer
 from minijax.interpreters import ad, control_flow_ad, jit_ad, jvp_rules, transpose_rules  # noqa: F401
 from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangent_aval
@@ -113,6 +114,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     Returns ``(fun(*primals), J @ tangents)`` (plus the auxiliary output if ``has_aux``).
     Both are computed in one forward pass.
     """
+    check_callable(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; "
                         f"found {type(primals).__name__} and {type(tangents).__name__}.")
@@ -193,6 +195,7 @@ def _check_known(pe: PartialEvalTrace, primals_out: Sequence[Any]) -> None:
 def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the JVP at ``primals``,
     evaluated from a recorded linear jaxpr (no re-running of ``fun``)."""
+    check_callable(fun)
     flat_p, in_tree = tree_flatten(primals)
     flat_fun = _FlatFunction(fun, in_tree)
     lin = linearize_flat(flat_fun, flat_p)
@@ -244,6 +247,7 @@ def _check_cotangent(ct: Any, primal: Any) -> Any:
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), vjp_fun)``: ``vjp_fun(ct)`` returns the tuple of cotangents
     ``ctᵀ J`` of the inputs, for a cotangent ``ct`` shaped like the output."""
+    check_callable(fun)
     flat_p, in_tree = tree_flatten(primals)
     flat_fun = _FlatFunction(fun, in_tree, has_aux)
     lin = linearize_flat(flat_fun, flat_p)
@@ -331,6 +335,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                    holomorphic: bool = False, allow_int: bool = False,
                    reduce_axes: Sequence[Any] = ()) -> Callable[..., Any]:
     """A function returning ``(fun(*args), gradient)``: one forward and one backward pass."""
+    check_callable(fun)
     nums = _argnums_tuple(argnums)
 
     @functools.wraps(fun)
@@ -397,6 +402,7 @@ def _stack(columns: list[Any], lead: tuple[int, ...]) -> Any:
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian by forward mode: one JVP per input element (columns of J)."""
+    check_callable(fun)
     nums = _argnums_tuple(argnums)
 
     def jacfun(*args: Any, **kwargs: Any) -> Any:
@@ -462,6 +468,7 @@ def _assemble_forward(columns: list, flat_in: list, in_tree: PyTreeDef, out_tree
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable[..., Any]:
     """The Jacobian by reverse mode: one linearization, then one VJP per output element."""
+    check_callable(fun)
     nums = _argnums_tuple(argnums)
 
     def jacfun(*args: Any, **kwargs: Any) -> Any:

@@ -497,7 +497,16 @@ def _tracer_consts_as_inputs(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any
             [c for c, t in zip(closed.consts, is_tracer) if t])
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+_NO_FUNCTION: Any = object()  # jit(...) without a function: a decorator (None is an error)
+
+
+def check_callable(fun: Any) -> None:
+    """Transformations check their function at once, not when it is first called."""
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun}")
+
+
+def jit(fun: Callable = _NO_FUNCTION, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
@@ -516,11 +525,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
                    donate_argnums=_as_tuple(donate_argnums),
                    donate_argnames=_as_tuple(donate_argnames),
                    keep_unused=keep_unused, inline=inline)
-    if fun is None:
-        return lambda f: Jitted(f, **options)
-    if not callable(fun):
-        raise TypeError(f"Expected a callable value, got {fun}")
+    if fun is _NO_FUNCTION:
+        return lambda f: jit(f, **options)
+    check_callable(fun)
     return Jitted(fun, **options)
 
 
-__all__ = ["Jitted", "jit", "jit_p"]
+__all__ = ["Jitted", "check_callable", "jit", "jit_p"]

@@ -185,7 +185,8 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> 
 def _reshape_rule(x: ShapedArray, new_sizes: tuple[int, ...], dimensions: Any,
                   sharding: Any) -> ShapedArray:
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        raise TypeError(
+        # JAX's class (its compiler rejects the program; minijax rejects it when traced).
+        raise ValueError(
             f"reshape total size must be unchanged, got new_sizes {new_sizes} "
             f"(of total size {int(np.prod(new_sizes, dtype=np.int64))}) for shape {x.shape} "
             f"(of total size {x.size})."

@@ -701,7 +701,7 @@ def _scatter_kernel(combine: Callable | None, x: np.ndarray, indices: np.ndarray
     updates = updates.reshape(int(np.prod(indices.shape[:-1])), *window)
     starts = _window_starts(x.shape, indices, dn.scatter_dims_to_operand_dims,
                             dn.operand_batching_dims, dn.scatter_indices_batching_dims)
-    if mode == GatherScatterMode.CLIP:
+    if mode == GatherScatterMode.CLIP and x.size:  # (into an empty x nothing fits: dropped)
         starts = _clamp(starts, x.shape, window)
     else:  # FILL_OR_DROP, and what XLA does with a broken PROMISE_IN_BOUNDS: drop
         fits = _in_bounds(starts, x.shape, window)

@@ -193,6 +193,17 @@ def _entry(kind: str, dim: int, value: Any, size: int) -> _Entry:
     return _Entry(kind, dim, value)
 
 
+def _check_empty_axes(entries: list[_Entry], shape: tuple[int, ...]) -> None:
+    """An int (static or traced) has nothing to read in an axis of size 0: out-of-range
+    ints are clamped elsewhere, but there is no element to clamp to. (Among integer arrays
+    an int becomes one of them, and the gather's slice sizes are what is wrong then.)"""
+    if any(e.kind == "array" for e in entries):
+        return
+    for e in entries:
+        if e.kind in ("int", "dyn") and shape[e.dim] == 0:
+            raise IndexError(f"index is out of bounds for axis {e.dim} with size 0")
+
+
 def _slice_length(start: int, stop: int, step: int) -> int:
     return len(range(start, stop, step))
 
@@ -437,6 +448,9 @@ def _to_gather(x: Any, entries: list[_Entry]) -> _Windows:
 def _gather(x: Any, entries: list[_Entry], mode: GatherScatterMode | None, fill_value: Any,
             indices_are_sorted: bool, unique_indices: bool) -> Any:
     w = _to_gather(x, entries)
+    shape = _gathered_shape(x, w)
+    if 0 in shape:  # nothing to read (even where the windows would not fit): JAX's zeros
+        return _new_axes(lax.full(shape, 0, x.dtype), w.result_entries, w.result_kept)
     dnums = GatherDimensionNumbers(w.offset_dims, w.collapsed_dims, w.start_index_map)
     out = lax.gather(
         x, w.indices, dnums, w.slice_sizes, mode=mode, fill_value=fill_value,
@@ -456,6 +470,7 @@ def _rewriting_take(x: Any, index: Any, mode: GatherScatterMode | None = None,
                     unique_indices: bool = False) -> Any:
     """``x[index]``, by the cheapest of the three translations that applies."""
     entries = _parse(x.shape, index)
+    _check_empty_axes(entries, x.shape)
     kinds = {e.kind for e in entries}
     fill = mode == GatherScatterMode.FILL_OR_DROP
     if not fill and kinds <= {"new", "int", "slice"}:
@@ -533,6 +548,7 @@ def _scatter(x: Any, index: Any, y: Any, scatter_fn: Callable | None, indices_ar
     ``scatter_fn``, with ``func`` applied to the elements of ``x[index]``)."""
     x = lax.operand(x)
     entries = _parse(x.shape, index)
+    _check_empty_axes(entries, x.shape)
     if any(e.kind == "new" and e.value == 0 for e in entries):
         return x  # x[False] selects nothing
     w = _to_gather(x, entries)
@@ -709,6 +725,8 @@ def _take(a: Any, indices: Any, axis: int | None, out: None, mode: str | None,
         a, axis = ravel(a), 0
     (axis,) = lax.canonicalize_axes((axis,), a.ndim)
     size = a.shape[axis]
+    if size == 0 and indices.size:
+        raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
     if mode == "wrap":
         from minijax.numpy import remainder
 
@@ -721,6 +739,8 @@ def _take(a: Any, indices: Any, axis: int | None, out: None, mode: str | None,
 
             size = lax.convert_element_type(size, indices.dtype, weak_type=True)
             indices = where(lax.lt(indices, _zero(indices)), lax.add(indices, size), indices)
+    if not indices.size:  # no index, nothing to read (and no gather, as in JAX)
+        return lax.full((*a.shape[:axis], *indices.shape, *a.shape[axis + 1:]), 0, a.dtype)
     # One gather: a window of ``a`` without dimension ``axis`` at each index, the windows'
     # dimensions going around the dimensions of ``indices`` in the result.
     starts = lax.broadcast_in_dim(indices, (*indices.shape, 1), range(indices.ndim))
@@ -760,6 +780,8 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
                                   for a in (arr, indices)))
     arr = broadcast_to(arr, shape[:axis] + (arr.shape[axis],) + shape[axis + 1:])
     indices = broadcast_to(indices, shape[:axis] + (indices.shape[axis],) + shape[axis + 1:])
+    if arr.shape[axis] == 0:  # nothing to read, whatever the mode: JAX gives zeros
+        return lax.full(indices.shape, 0, arr.dtype)
     indices = _to_index_dtype(_normalize(indices, arr.shape[axis]))
     indices = lax.reshape(indices, (*indices.shape, 1))
     dnums = GatherDimensionNumbers(

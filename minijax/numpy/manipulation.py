@@ -89,7 +89,13 @@ def _infer_shape(old: tuple[int, ...], shape: Any) -> tuple[int, ...]:
         raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {new}")
     known = math.prod(d for d in new if d != -1)
     if unknown:
-        if known == 0 or size % known:
+        if known == 0:
+            # JAX divides by the 0 here (arguably its bug: NumPy says "cannot reshape");
+            # we keep its exception class, with a message that says what was asked.
+            raise ZeroDivisionError(
+                f"integer modulo by zero: cannot reshape array of shape {old} into shape "
+                f"{new}, the -1 is undetermined because the other axis sizes multiply to 0")
+        if size % known:
             raise TypeError(
                 f"cannot reshape array of shape {old} (size {size}) into shape {new} because "
                 f"the product of specified axis sizes ({known}) does not evenly divide {size}"
