@@ -321,7 +321,19 @@ def device_put(x: Any, device: Device | None = None) -> Any:
     """Put ``x`` (a pytree) on ``device``; with a device, the result is *committed* to it."""
     from minijax.tree_util import tree_map
 
+    if device is not None and not isinstance(device, Device):
+        raise _not_a_device(device)
     return tree_map(lambda leaf: _put_one(leaf, device), x)
+
+
+def _not_a_device(value: Any) -> ValueError:
+    """JAX's error for a ``device_put`` target that is not a device (a name such as
+    ``"cpu"``, say), followed by the devices there are."""
+    return ValueError(
+        "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
+        "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid value: "
+        f"{value}. The devices are: {devices()}"
+    )
 
 
 def block_until_ready(x: Any) -> Any:

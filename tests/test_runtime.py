@@ -257,3 +257,18 @@ def test_a_waiting_thread_runs_the_queue_up_to_its_value_and_the_worker_the_rest
     while not y.is_ready() and time.monotonic() < deadline:
         time.sleep(0.001)
     assert y.is_ready()
+
+
+@pytest.mark.parametrize("target", ["cpu", "cpu:0", 0])
+def test_device_put_to_something_that_is_not_a_device_is_refused_as_jax_does(target):
+    """JAX 0.10.2 looks no name up: it raises ValueError. We raise its message and add the
+    list of devices (``device_put(x, "cpu")`` used to fail deep inside the queue)."""
+    with pytest.raises(ValueError) as info:
+        minijax.device_put({"a": np.ones(3)}, target)
+    message = str(info.value)
+    assert f"Received invalid value: {target}. " in message
+    assert message.endswith(f"The devices are: {minijax.devices()}")
+    jax = pytest.importorskip("jax")
+    with pytest.raises(ValueError) as jax_info:
+        jax.device_put({"a": np.ones(3)}, target)
+    assert message.startswith(str(jax_info.value))
