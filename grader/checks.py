@@ -30,6 +30,9 @@ import numpy as np
 
 Namespace = Mapping[str, Any]
 
+#: How a failure message introduces its hint; Gradescope output can leave the hint out.
+HINT_MARKER = " -- hint: "
+
 #: Arrays up to this size are shown in full in messages; larger ones are abbreviated by numpy.
 _SHOW_ALL = 20
 
@@ -305,4 +308,4 @@ def _one_line(text: str) -> str:
 
 
 def _failure(message: str, hint: str | None) -> CheckFailed:
-    return CheckFailed(f"{message} -- hint: {hint}" if hint else message)
+    return CheckFailed(f"{message}{HINT_MARKER}{hint}" if hint else message)

@@ -8,16 +8,16 @@ verdict and the same message in the notebook as in the instructor's score table.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
-from grader.checks import Check, CheckFailed, Namespace, describe_exception
+from grader.checks import HINT_MARKER, Check, CheckFailed, Namespace, describe_exception
 from grader.limits import GradingLimit
 
 NOT_ATTEMPTED_MESSAGE = "the stub still raises NotImplementedError"
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     NOT_ATTEMPTED = "not attempted"
@@ -59,7 +59,9 @@ class NotebookReport:
     """Everything known about one graded notebook.
 
     ``notes`` are remarks that cost no points (a failing non-exercise cell, a skipped magic);
-    ``error`` says why the notebook could not be graded completely, if it could not.
+    ``error`` says why the notebook could not be graded completely, if it could not;
+    ``unreadable`` that the file is not a notebook at all, ``grader_failed`` that the grader (or
+    a check module) broke rather than the learner's code; ``seconds`` is the grading time.
     """
 
     notebook: str
@@ -67,6 +69,9 @@ class NotebookReport:
     results: list[Result] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    unreadable: bool = False
+    grader_failed: bool = False
+    seconds: float = 0.0
 
     @property
     def score(self) -> float:
@@ -106,6 +111,11 @@ def result_from_exception(check: Check, exc: BaseException, *, context: str) -> 
         )
         return Result.of(check, Status.FAILED, message)
     return Result.of(check, Status.FAILED, f"{context} {describe_exception(exc)}")
+
+
+def without_hint(message: str) -> str:
+    """``message`` without the hint a check appended to it (the rest of its line)."""
+    return "\n".join(line.partition(HINT_MARKER)[0] for line in message.splitlines())
 
 
 def format_points(points: float) -> str:

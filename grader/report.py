@@ -12,7 +12,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from grader.outcome import NotebookReport, Status, format_points
+from grader.outcome import NotebookReport, Status, format_points, without_hint
 
 
 def format_report(report: NotebookReport) -> str:
@@ -53,17 +53,32 @@ def batch_json(reports: list[NotebookReport]) -> dict[str, Any]:
     return {"notebooks": [report_json(report) for report in reports]}
 
 
-def gradescope_json(report: NotebookReport) -> dict[str, Any]:
-    """Gradescope's ``results.json`` for one submission."""
+#: Gradescope's visibility settings, for the whole result and for each test.
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def gradescope_json(
+    report: NotebookReport, *, visibility: str = "visible", show_hints: bool = False
+) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for one submission.
+
+    ``visibility`` applies to the whole result and to each test. Hints are left out of the
+    messages unless ``show_hints``: on Gradescope, an instructor may want students to find the
+    bug from the failing input alone, while ``check()`` in the notebook always shows them.
+    """
     results: dict[str, Any] = {
         "score": report.score,
+        "execution_time": round(report.seconds, 1),
+        "visibility": visibility,
+        "stdout_visibility": "hidden",  # the score table, for the instructor
         "tests": [
             {
                 "name": result.name,
                 "score": result.points,
                 "max_score": result.max_points,
                 "status": "passed" if result.status is Status.PASSED else "failed",
-                "output": result.summary(),
+                "output": result.summary() if show_hints else without_hint(result.summary()),
+                "visibility": visibility,
             }
             for result in report.results
         ],

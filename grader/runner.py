@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,12 +39,14 @@ def grade_notebook(
     Raises :class:`ChapterError` if the chapter has no check module (a usage error); every problem
     with the notebook itself ends up in the report instead.
     """
+    start = time.monotonic()
     checks = load_checks(chapter, checks_dir)
     report = NotebookReport(notebook=str(notebook), chapter=chapter)
     try:
         cells = read_code_cells(notebook)
     except NotebookError as exc:
         report.error = str(exc)
+        report.unreadable = True
         report.results = [
             Result.of(check, Status.NOT_GRADED, str(exc)) for check in checks.values()
         ]
@@ -61,24 +65,35 @@ def grade_notebook(
     ]
     report.notes = make_plan(cells, checks).notes + run.notes
     report.error = run.error
+    report.grader_failed = run.crash is not None
+    report.seconds = time.monotonic() - start
     return report
 
 
 def grade_many(
-    notebooks: list[Path], chapter: str | None, checks_dir: Path, limits: Limits
+    notebooks: list[Path],
+    chapter: str | None,
+    checks_dir: Path,
+    limits: Limits,
+    progress: Callable[[int, NotebookReport], None] | None = None,
 ) -> list[NotebookReport]:
-    """Grade each notebook; its chapter is ``chapter`` or else detected from its file name."""
+    """Grade each notebook; its chapter is ``chapter`` or else detected from its file name.
+
+    ``progress(i, report)`` is called as soon as the ``i``-th notebook (from 1) is graded, so
+    that a long batch shows its progress.
+    """
     chapters = known_chapters(checks_dir)
     reports = []
-    for notebook in notebooks:
+    for number, notebook in enumerate(notebooks, start=1):
         try:
-            reports.append(
-                grade_notebook(
-                    notebook, chapter or detect_chapter(notebook, chapters), checks_dir, limits
-                )
+            report = grade_notebook(
+                notebook, chapter or detect_chapter(notebook, chapters), checks_dir, limits
             )
         except ChapterError as exc:
-            reports.append(NotebookReport(notebook=str(notebook), chapter=None, error=str(exc)))
+            report = NotebookReport(notebook=str(notebook), chapter=None, error=str(exc))
+        reports.append(report)
+        if progress is not None:
+            progress(number, report)
     return reports
 
 

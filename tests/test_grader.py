@@ -75,6 +75,18 @@ def variant(source: Path, target: Path, edit) -> Path:
     return target
 
 
+def broken_checks(folder: Path) -> Path:
+    """A checks folder whose module loads in the grader's process but breaks in the worker."""
+    checks = folder / "checks"
+    checks.mkdir()
+    (checks / "ch99_fixture.py").write_text(
+        (CHECKS / "ch99_fixture.py").read_text()
+        + "\nimport sys\n\nif sys.argv[0].endswith('worker.py'):\n"
+        + "    raise RuntimeError('broken check module')\n"
+    )
+    return checks
+
+
 def exercise_cell(cells, name: str):
     return next(cell for cell in cells if cell.metadata.get("exercise", {}).get("name") == name)
 
@@ -205,14 +217,7 @@ def test_an_unreadable_notebook_is_reported_not_raised(tmp_path):
 
 
 def test_a_failure_of_the_grader_itself_is_reported(tmp_path):
-    # A check module that loads in the grader's process but breaks inside the worker.
-    checks = tmp_path / "checks"
-    checks.mkdir()
-    (checks / "ch99_fixture.py").write_text(
-        (CHECKS / "ch99_fixture.py").read_text()
-        + "\nimport sys\n\nif sys.argv[0].endswith('worker.py'):\n"
-        + "    raise RuntimeError('broken check module')\n"
-    )
+    checks = broken_checks(tmp_path)
     report = grade_notebook(FIXTURES / "99_fixture_solved.ipynb", CHAPTER, checks, FAST)
     assert report.error == "the grader failed: RuntimeError: broken check module"
     assert {result.status for result in report.results} == {Status.NOT_GRADED}
@@ -273,11 +278,16 @@ def test_cli_json_holds_every_result(cli_single):
 
 def test_cli_writes_gradescope_results(cli_single):
     _, _, results = cli_single
-    assert set(results) <= {"score", "output", "tests"}
+    assert set(results) <= {
+        "score", "output", "tests", "execution_time", "visibility", "stdout_visibility",
+    }  # fmt: skip
     assert results["score"] == 9
+    assert results["execution_time"] > 0
+    assert (results["visibility"], results["stdout_visibility"]) == ("visible", "hidden")
     assert [test["name"] for test in results["tests"]] == EXERCISES
     for test in results["tests"]:
-        assert set(test) == {"name", "score", "max_score", "status", "output"}
+        assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
+        assert test["visibility"] == "visible"
         assert all(isinstance(test[key], (int, float)) for key in ("score", "max_score"))
         assert test["status"] in {"passed", "failed"}
         assert test["output"].startswith(f"{test['name']}: ")
@@ -338,6 +348,38 @@ def test_batch_grading_writes_json_and_prints_a_summary(cli_batch):
     summary = [line.split()[:2] for line in done.stdout.splitlines()]
     assert ["submissions/alice_99_fixture.ipynb", "11/11"] in summary
     assert ["submissions/notes.ipynb", "-"] in summary
+
+
+def test_batch_grading_reports_progress_per_notebook(cli_batch):
+    done, _, _ = cli_batch
+    assert done.stderr.splitlines()[:3] == [
+        "[1/4] submissions/alice_99_fixture.ipynb: 11/11",
+        "[2/4] submissions/bob_99_fixture.ipynb: 0/11",
+        "[3/4] submissions/late/carol-99_fixture-final.ipynb: 9/11",
+    ]
+    assert done.stderr.splitlines()[3].startswith(
+        "[4/4] submissions/notes.ipynb: cannot tell the chapter of notes.ipynb"
+    )
+
+
+def test_a_corrupt_submission_has_its_own_exit_status(tmp_path):
+    submissions = furnish(tmp_path / "submissions")
+    shutil.copy2(FIXTURES / "99_fixture_solved.ipynb", submissions / "alice_99_fixture.ipynb")
+    (submissions / "bob_99_fixture.ipynb").write_text("{ not json", encoding="utf-8")
+    done = run_cli(submissions, "--checks-dir", CHECKS, "--csv", tmp_path / "scores.csv")
+    assert done.returncode == 1, done.stderr  # grader.cli.UNREADABLE
+    assert "alice_99_fixture.ipynb  11/11" in done.stdout
+    assert "cannot read bob_99_fixture.ipynb as a notebook" in done.stdout
+    assert (tmp_path / "scores.csv").exists()  # the readable ones are still recorded
+    single = run_cli(submissions / "bob_99_fixture.ipynb", "--checks-dir", CHECKS)
+    assert single.returncode == 1
+
+
+def test_a_failing_check_module_has_its_own_exit_status(tmp_path):
+    checks = broken_checks(tmp_path)
+    done = run_cli(FIXTURES / "99_fixture_solved.ipynb", "--checks-dir", checks)
+    assert done.returncode == 3, done.stderr  # grader.cli.GRADER_FAILED
+    assert "the grader failed: RuntimeError: broken check module" in done.stdout
 
 
 def test_chapter_option_overrides_the_file_name(tmp_path):
