@@ -39,6 +39,7 @@ from minijax.compiler.stablehlo import (
     parse_module,
     print_module,
     value_names,
+    walk_ops,
 )
 from minijax.core import ShapedArray
 from minijax.lax import linalg as lax_linalg
@@ -121,12 +122,6 @@ def _combine_one_by_one(region: Callable, target: np.ndarray, index: tuple,
     out = target.reshape(-1)
     for k in range(len(flat)):
         (out[flat[k]],) = region(out[flat[k]], values[k])
-
-
-def update_in_place(x: np.ndarray, update: np.ndarray, *starts: np.ndarray) -> np.ndarray:
-    """``dynamic_update_slice`` into ``x`` itself, for an ``x`` nobody else reads."""
-    x[lax_slicing._clamped_box(x.shape, starts, update.shape)] = update
-    return x
 
 
 def reduce_generic(inputs: Sequence[np.ndarray], inits: Sequence[np.ndarray],
@@ -459,6 +454,36 @@ def _literal_list(x: np.ndarray) -> str:
     return "[" + ", ".join(_literal_list(row) for row in x) + "]"
 
 
+def _is_one(value: np.ndarray | None) -> bool:
+    return value is not None and value == 1
+
+
+def _fresh_splat(type: TensorType, element: np.ndarray) -> str:
+    """A new array of ``type`` filled with ``element`` (``np.zeros`` for zeros, which the
+    allocator hands out already zeroed)."""
+    if not element.tobytes().strip(b"\0"):
+        return f"np.zeros({type.shape}, {dtype_name(type.dtype)})"
+    return f"np.full({type.shape}, {_scalar(element)}, {dtype_name(type.dtype)})"
+
+
+def last_uses(block: Block) -> dict[int, list[Value]]:
+    """Op index -> the results of this block's ops that are read for the last time there
+    (a use inside a nested region counts as a use by the op holding the region). Values
+    the block returns, or never reads, are not listed."""
+    last: dict[Value, int] = {}
+    for i, op in enumerate(block.ops[:-1]):
+        for inner in [op, *(o for region in op.regions for o in walk_ops(region))]:
+            for v in inner.operands:
+                last[v] = i
+    produced = {r for op in block.ops for r in op.results}
+    returned = set(block.ops[-1].operands)
+    dead: dict[int, list[Value]] = {}
+    for v, i in last.items():
+        if v in produced and v not in returned:
+            dead.setdefault(i, []).append(v)
+    return dead
+
+
 def _allocates(op: Op) -> bool:
     """Whether the NumPy code of an elementwise op returns a new array (not a view)."""
     if op.name == "stablehlo.compare":
@@ -479,6 +504,8 @@ class _FunctionWriter:
         self.uses = passes.use_counts(func.body)
         self.fresh: list[set[Value]] = []  # per open block: results in buffers of their own
         self.in_place: set[Op] = set()  # dynamic_update_slices that may write their operand
+        self.python_ints: set[Value] = set()  # loop counters held as Python ints
+        self.counting: dict[Op, str] = {}  # the counters' step and test: op -> expression
         self.regions = 0  # region functions written so far
         self.lines: list[str] = []
 
@@ -487,7 +514,16 @@ class _FunctionWriter:
     def ref(self, v: Value) -> str:
         if v in self.constants:  # a global, made when first needed
             self.names[v] = self.program.constant(self.constants.pop(v))
+        if v in self.python_ints:  # a loop counter, typed again where others read it
+            return f"{dtype_name(v.type.dtype)}({self.names[v]})"
         return self.names[v]
+
+    def index(self, v: Value) -> str:
+        """An integer value as a Python ``int`` (a literal if it is a constant)."""
+        constant = passes.splat_value(v)
+        if constant is not None:
+            return _literal(constant)
+        return self.names[v] if v in self.python_ints else f"int({self.ref(v)})"
 
     def scalar(self, v: Value, partners: Sequence[Value]) -> str | None:
         """A splat constant as a scalar in an elementwise op: a Python literal if an
@@ -529,16 +565,29 @@ class _FunctionWriter:
               ) -> None:
         self.fresh.append(set())
         start = len(self.lines)
-        for op in block.ops[:-1]:
+        dead_after = last_uses(block)
+        for i, op in enumerate(block.ops[:-1]):
             self.op(op, indent)
+            self.free(indent, dead_after.get(i, ()))
         returns(indent, block.ops[-1].operands)
         if len(self.lines) == start:
             self.emit(indent, "pass")
         self.fresh.pop()
 
+    def free(self, indent: int, values: Sequence[Value]) -> None:
+        """``del`` the arrays nothing reads any more, so that NumPy can give their memory
+        to the next result (a function otherwise holds every intermediate until it
+        returns). Constants are globals, and 0-d values not worth a statement."""
+        names = [self.names[v] for v in values
+                 if v.type.shape and v.op.name != "stablehlo.constant"]
+        if names:
+            self.emit(indent, f"del {', '.join(names)}")
+
     def op(self, op: Op, indent: int) -> None:
         name = op.name
-        if name == "stablehlo.constant":
+        if op in self.counting:
+            self.bind(indent, op.results, self.counting[op])
+        elif name == "stablehlo.constant":
             self.constant(op)
         elif name in passes.ELEMENTWISE:
             self.op_fusion(op, indent)
@@ -606,10 +655,30 @@ class _FunctionWriter:
         x, value = (self.ref(v) for v in op.operands)
         self.bind(indent, op.results, f"k_pad({x}, {value}, padding_config={config})")
 
+    def box(self, indent: int, op: Op, x: Value, starts: Sequence[Value],
+            sizes: Sequence[int]) -> str:
+        """The index of a ``sizes`` box at ``starts`` in ``x``, each start clamped into
+        ``[0, dim - size]`` as XLA does: ``x[s:s + 1, :]``. A start that is not a
+        constant is clamped by a statement of its own (Python ints, no kernel call)."""
+        parts = []
+        for d, (start, size, dim) in enumerate(zip(starts, sizes, x.type.shape)):
+            if size == dim:
+                parts.append(":")
+                continue
+            constant = passes.splat_value(start)
+            if constant is not None:
+                first = min(max(int(constant), 0), dim - size)
+                parts.append(f"{first}:{first + size}")
+                continue
+            name = f"{self.names[op.results[0]]}_start{d}"
+            self.emit(indent, f"{name} = min(max({self.index(start)}, 0), {dim - size})")
+            parts.append(f"{name}:{name} + {size}")
+        return f"[{', '.join(parts)}]"
+
     def op_dynamic_slice(self, op: Op, indent: int) -> None:
-        args = ", ".join(self.ref(v) for v in op.operands)
-        self.bind(indent, op.results,
-                  f"k_dynamic_slice({args}, slice_sizes={tuple(op.attrs['sizes'])})")
+        x, *starts = op.operands
+        box = self.box(indent, op, x, starts, op.attrs["sizes"])
+        self.bind(indent, op.results, f"{self.ref(x)}{box}")
 
     def op_dynamic_update_slice(self, op: Op, indent: int) -> None:
         """A copy with the box replaced; or, if nothing else will read the operand
@@ -620,7 +689,10 @@ class _FunctionWriter:
             return
         args = ", ".join(self.ref(v) for v in op.operands)
         if op in self.in_place or (x in self.fresh[-1] and self.uses.get(x) == 1):
-            self.bind(indent, op.results, f"update_in_place({args})")
+            update, *starts = op.operands[1:]
+            box = self.box(indent, op, x, starts, update.type.shape)
+            self.emit(indent, f"{self.ref(x)}{box} = {self.ref(update)}")
+            self.bind(indent, op.results, self.ref(x))
         else:
             self.bind(indent, op.results, f"k_dynamic_update_slice({args})")
         self.fresh[-1].add(op.result)
@@ -774,14 +846,20 @@ class _FunctionWriter:
     def op_while(self, op: Op, indent: int) -> None:
         """A Python ``while``; the loop variables are the regions' arguments (the cond
         and the body name them alike). A buffer the body only updates (the ``ys`` of a
-        ``scan``) is copied once before the loop and then updated in place."""
+        ``scan``) is copied once before the loop (made afresh if it starts as a constant)
+        and then updated in place; a counter is a Python ``int``."""
         cond, body = op.regions
-        inits = [self.ref(v) for v in op.operands]
+        inits: list[str | None] = [None] * len(op.operands)
+        for k in self._counters(op):
+            inits[k] = self.index(op.operands[k])
         for k, update in self._updated_in_place(op).items():
             self.in_place.add(update)
             init = op.operands[k]
-            if not (init in self.fresh[-1] and self.uses.get(init) == 1):
-                inits[k] = f"np.array({inits[k]})"
+            if passes.splat_value(init) is not None:
+                inits[k] = _fresh_splat(init.type, passes.splat_value(init))
+            elif not (init in self.fresh[-1] and self.uses.get(init) == 1):
+                inits[k] = f"np.array({self.ref(init)})"
+        inits = [self.ref(v) if i is None else i for v, i in zip(op.operands, inits)]
         self.emit(indent, f"{', '.join(self.names[a] for a in cond.args)} = {', '.join(inits)}")
         self.emit(indent, "while True:")
 
@@ -792,6 +870,29 @@ class _FunctionWriter:
         self.block(cond, indent + 1, check)
         self.block(body, indent + 1, lambda ind, vals: self._assign(ind, body.args, vals))
         self._assign(indent, op.results, cond.args)
+
+    def _counters(self, op: Op) -> list[int]:
+        """Loop counters: integer scalar carries that the body steps by one and the
+        condition compares (``<``) with a bound. They stay Python ints in the loop (a
+        NumPy scalar op costs about a microsecond, an int's a few nanoseconds), and
+        cannot overflow: they grow only while below a bound of their own type. The step
+        and the test are written for ints; other readers get ``np.int32(i)``."""
+        cond, body = op.regions
+        test = cond.terminator.operands[0].op
+        if (test is None or test.name != "stablehlo.compare" or test.attrs["direction"] != "LT"
+                or test.attrs["compare_type"] != "SIGNED"):
+            return []
+        found = []
+        for k, (c, b) in enumerate(zip(cond.args, body.args)):
+            step = body.terminator.operands[k].op
+            if (c is test.operands[0] and not c.type.shape and step is not None
+                    and step.name == "stablehlo.add" and step.operands[0] is b
+                    and _is_one(passes.splat_value(step.operands[1]))):
+                found.append(k)
+                self.python_ints.update((c, b, step.result))
+                self.counting[step] = f"{self.names[b]} + 1"
+                self.counting[test] = f"{self.names[c]} < {self.index(test.operands[1])}"
+        return found
 
     def _updated_in_place(self, op: Op) -> dict[int, Op]:
         """Loop buffers that can be updated in place: carry k whose only use, in the
@@ -810,7 +911,8 @@ class _FunctionWriter:
 
     def _assign(self, indent: int, targets: Sequence[Value], values: Sequence[Value]) -> None:
         lhs = ", ".join(self.names[t] for t in targets)
-        rhs = ", ".join(self.ref(v) for v in values)
+        rhs = ", ".join(self.names[v] if t in self.python_ints and v in self.python_ints
+                        else self.ref(v) for t, v in zip(targets, values))
         if targets and lhs != rhs:
             self.emit(indent, f"{lhs} = {rhs}")
 
@@ -1087,7 +1189,6 @@ class _ExpressionWriter:
 
 _HELPERS: dict[str, Any] = {
     "iota": iota, "total_order": total_order, "gather": gather, "scatter": scatter,
-    "update_in_place": update_in_place,
     "reduce_generic": reduce_generic, "reduce_window_generic": reduce_window_generic,
     "sort_generic": sort_generic, "GatherDimensionNumbers": GatherDimensionNumbers,
     "ScatterDimensionNumbers": ScatterDimensionNumbers,

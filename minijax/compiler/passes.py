@@ -8,6 +8,10 @@ them:
 * :func:`inline_calls` -- replace calls of private functions by their bodies;
 * :func:`common_subexpression_elimination` -- compute each distinct value once;
 * :func:`constant_folding` -- compute at compile time what depends only on constants;
+* :func:`simplify_select` -- a select between two constants becomes arithmetic;
+* :func:`fold_transpose_into_dot` -- ``transpose(dot(a, b))`` becomes ``dot(b, a)``;
+* :func:`algebraic_simplification` -- ``x * 1`` is ``x``, and other exact identities;
+* :func:`common_subexpression_elimination` again, for what the rewrites made equal;
 * :func:`dead_code_elimination` -- drop what no result depends on;
 * :func:`fuse_elementwise` -- group chains of elementwise ops into one ``minijax.fusion``
   op, which the code generator turns into one NumPy expression.
@@ -27,6 +31,7 @@ from minijax.compiler.stablehlo import (
     Op,
     TensorType,
     Value,
+    compact_reduce_body,
     is_splat,
     walk_ops,
 )
@@ -192,15 +197,51 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+# Ops whose operands may be swapped without changing a bit of the result.
+COMMUTATIVE = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
+               "stablehlo.minimum", "stablehlo.and", "stablehlo.or", "stablehlo.xor"}
+
+
 def _cse_key(op: Op) -> Any:
-    if op.regions or not is_pure(op) or not op.results:
+    """What makes two ops compute the same value: name, operands (in any order for a
+    commutative op or an ``EQ``/``NE`` compare), attributes, result types, and the
+    structure of their regions (a ``reduce`` body, a loop)."""
+    if not is_pure(op) or not op.results:
         return None
-    return (op.name, tuple(id(v) for v in op.operands), _freeze(op.attrs),
-            tuple(r.type for r in op.results))
+    operands = tuple(id(v) for v in op.operands)
+    if op.name in COMMUTATIVE or (op.name == "stablehlo.compare"
+                                  and op.attrs["direction"] in ("EQ", "NE")):
+        operands = tuple(sorted(operands))
+    return (op.name, operands, _freeze(op.attrs), tuple(r.type for r in op.results),
+            tuple(_region_key(region) for region in op.regions))
+
+
+def _region_key(block: Block) -> tuple:
+    """The structure of a region as a hashable tuple: its own values are numbered in
+    order (arguments, then results), values from outside stay themselves."""
+    numbers: dict[Value, int] = {}
+
+    def number(v: Value) -> Any:
+        return ("own", numbers[v]) if v in numbers else ("outer", id(v))
+
+    def visit(b: Block) -> tuple:
+        for a in b.args:
+            numbers[a] = len(numbers)
+        ops = []
+        for op in b.ops:
+            regions = tuple(visit(r) for r in op.regions)
+            ops.append((op.name, tuple(number(v) for v in op.operands), _freeze(op.attrs),
+                        tuple(r.type for r in op.results), regions))
+            for r in op.results:
+                numbers[r] = len(numbers)
+        return tuple(a.type for a in b.args), tuple(ops)
+
+    return visit(block)
 
 
 def common_subexpression_elimination(module: Module) -> Module:
-    """Replace an op by an earlier identical one (same op, operands and attributes).
+    """Replace an op by an earlier identical one (same op, operands and attributes;
+    operands in any order where the order does not matter; identical regions).
 
     Why: lowering makes a new ``stablehlo.constant`` at every use of a Python scalar,
     and traced programs often compute the same broadcast or product twice. An op in a
@@ -387,6 +428,269 @@ def _make_fusion(root: Op, members: list[Op]) -> Op:
     return fusion
 
 
+# ---------------------------------------------------------------------------------------
+# Local rewrites: select between constants, transposes of products, algebraic identities
+# ---------------------------------------------------------------------------------------
+
+# A rewrite rule looks at one op and returns None (no change) or the value that replaces
+# the op's result, with the new ops that compute it (in order; they take the op's place).
+Rule = Callable[[Op, dict[Value, int]], "tuple[list[Op], Value] | None"]
+
+
+def rewrite(module: Module, rule: Rule) -> Module:
+    """Apply ``rule`` to every op of every block, in order, nested regions first; users of
+    a replaced result read the replacement. ``rule`` also sees how often each value is
+    used (counted before the pass)."""
+    for func in module.funcs:
+        _rewrite_block(func.body, rule, use_counts(func.body), {})
+    return module
+
+
+def _rewrite_block(block: Block, rule: Rule, uses: dict[Value, int],
+                   mapping: dict[Value, Value]) -> None:
+    ops: list[Op] = []
+    for op in block.ops:
+        op.operands = [mapping.get(v, v) for v in op.operands]
+        for region in op.regions:
+            _rewrite_block(region, rule, uses, mapping)
+        found = rule(op, uses) if len(op.results) == 1 else None
+        if found is None:
+            ops.append(op)
+            continue
+        new_ops, value = found
+        ops += new_ops
+        mapping[op.result] = value
+        uses[value] = uses.get(value, 0) + uses.get(op.result, 0)
+    block.ops = ops
+
+
+def splat_value(v: Value) -> np.ndarray | None:
+    """The one element of a constant whose elements are all equal (a 0-d array)."""
+    value = _constant_value(v)
+    if value is None or not is_splat(value):
+        return None
+    return value.reshape(-1)[0].reshape(())
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def constant_op(value: Any, type: TensorType) -> Op:
+    """A ``stablehlo.constant`` of ``type`` whose elements all equal ``value``."""
+    scalar = np.asarray(value, type.dtype)
+    return Op("stablehlo.constant", [], [type], {"value": np.broadcast_to(scalar, type.shape)})
+
+
+def _arith(name: str, x: Value, c: np.ndarray) -> list[Op]:
+    """``x <name> c`` for a scalar ``c``, as a splat constant and the op."""
+    const = constant_op(c, x.type)
+    return [const, Op(name, [x, const.result], [x.type])]
+
+
+def _select_forms(a: np.ndarray, b: np.ndarray) -> list[tuple[Any, Any]]:
+    """``select(p, a, b)`` as ``convert(p) * scale + offset`` (None: no multiply or no
+    add), cheapest first; only the forms that give ``a`` and ``b`` bit for bit."""
+    with np.errstate(all="ignore"):
+        one, zero = np.ones((), a.dtype), np.zeros((), a.dtype)
+        forms = [(None, None), (a, None), (None, b), (a - b, b)]
+        exact = []
+        for scale, offset in forms:
+            ends = []
+            for p in (one, zero):
+                y = p if scale is None else p * scale
+                ends.append(y if offset is None else y + offset)
+            if _same_bits(ends[0], a) and _same_bits(ends[1], b):
+                exact.append((scale, offset))
+    return exact
+
+
+def _select_of_constants(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
+    if op.name != "stablehlo.select":
+        return None
+    pred, on_true, on_false = op.operands
+    a, b, out = splat_value(on_true), splat_value(on_false), op.result.type
+    if a is None or b is None or pred.type.shape != out.shape or out.dtype.kind not in "biuf":
+        return None
+    if out.dtype.kind == "b":
+        if bool(a) == bool(b):
+            return None
+        if bool(a):
+            return [], pred
+        negation = Op("stablehlo.not", [pred], [out])
+        return [negation], negation.result
+    forms = _select_forms(a, b)
+    if not forms:
+        return None
+    scale, offset = forms[0]
+    ops = [Op("stablehlo.convert", [pred], [out])]
+    if scale is not None:
+        ops += _arith("stablehlo.multiply", ops[-1].result, scale)
+    if offset is not None:
+        ops += _arith("stablehlo.add", ops[-1].result, offset)
+    return ops, ops[-1].result
+
+
+def simplify_select(module: Module) -> Module:
+    """``select(p, a, b)`` between two constants becomes arithmetic on ``p``: ``convert(p)``
+    for 1 and 0, ``convert(p) * a`` for a and 0, ``convert(p) * (a - b) + b`` in general.
+
+    Why: the gradient of ``relu`` or ``max`` selects 1 or 0 by a mask, and NumPy's
+    ``where`` on an unpredictable mask costs several nanoseconds an element (a branch per
+    element), while a conversion and a multiply stream through memory. A form is used only
+    if it gives both constants bit for bit (``0.1 - 0.3 + 0.3`` is not ``0.1``). Boolean
+    selects between ``True`` and ``False`` become ``p`` or ``not p``.
+    """
+    return rewrite(module, _select_of_constants)
+
+
+def _dot_transpose(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
+    if op.name != "stablehlo.transpose":
+        return None
+    (x,) = op.operands
+    dot = x.op
+    if dot is None or dot.name != "stablehlo.dot_general" or uses.get(x, 0) != 1:
+        return None
+    lhs, rhs = dot.operands
+    (cl, cr) = dot.attrs["contracting_dims"]
+    (bl, br) = dot.attrs.get("batching_dims", ((), ()))
+    nb = len(bl)
+    nl = len(lhs.type.shape) - nb - len(cl)
+    nr = len(rhs.type.shape) - nb - len(cr)
+    swapped = (*range(nb), *range(nb + nl, nb + nl + nr), *range(nb, nb + nl))
+    if tuple(op.attrs["dims"]) != swapped:
+        return None
+    attrs = dict(dot.attrs, contracting_dims=(tuple(cr), tuple(cl)))
+    if "batching_dims" in dot.attrs:
+        attrs["batching_dims"] = (tuple(br), tuple(bl))
+    if "precision" in dot.attrs:
+        attrs["precision"] = tuple(reversed(dot.attrs["precision"]))
+    new = Op("stablehlo.dot_general", [rhs, lhs], [op.result.type], attrs)
+    return [new], new.result
+
+
+def fold_transpose_into_dot(module: Module) -> Module:
+    """``transpose(dot_general(a, b))`` that swaps the two operands' free dimensions
+    becomes ``dot_general(b, a)``: (A B)^T = B^T A^T, and the product comes out already
+    in the order its users want.
+
+    Why: the transpose rule of a matrix product makes ``dot(g^T, x)^T`` for a weight's
+    gradient; NumPy's transpose is a free view, but the view is column-major, and every
+    later use of it (the SGD update, the next product) then walks memory with a stride.
+    Only a product used by nothing else is rewritten (otherwise it would run twice).
+    """
+    return rewrite(module, _dot_transpose)
+
+
+def _is(v: Value, value: float) -> bool:
+    """Whether ``v`` is a constant whose elements all have the bits of ``value``."""
+    c = splat_value(v)
+    return c is not None and c.dtype.kind in "iuf" and _same_bits(c, np.asarray(value, c.dtype))
+
+
+def _identity(op: Op) -> Value | None:
+    """The operand an op returns unchanged, if it is one: ``x * 1``, ``x / 1``, ``x - 0``,
+    ``x + (-0.0)`` (``x + 0.0`` is not ``x`` for ``x = -0.0``; for integers it is), a
+    conversion, reshape, transpose or broadcast to the operand's own type and order."""
+    name, out, ops = op.name, op.result.type, op.operands
+    if name in ("stablehlo.multiply", "stablehlo.add"):
+        neutral = 1 if name == "stablehlo.multiply" else (0 if out.dtype.kind in "iu" else -0.0)
+        for x, c in ((ops[0], ops[1]), (ops[1], ops[0])):
+            if x.type == out and _is(c, neutral):
+                return x
+    if name in ("stablehlo.divide", "stablehlo.subtract") and ops[0].type == out and _is(
+            ops[1], 1 if name == "stablehlo.divide" else 0):
+        return ops[0]
+    if name == "stablehlo.negate" and ops[0].op is not None and \
+            ops[0].op.name == "stablehlo.negate":
+        return ops[0].op.operands[0]
+    unchanged = {"stablehlo.convert": True, "stablehlo.reshape": True,
+                 "stablehlo.transpose": list(op.attrs.get("dims", ())) == sorted(
+                     op.attrs.get("dims", ())),
+                 "stablehlo.broadcast_in_dim": list(op.attrs.get("dims", ())) == list(
+                     range(len(out.shape)))}
+    if unchanged.get(name) and ops[0].type == out:
+        return ops[0]
+    return None
+
+
+_REDUCTIONS_WITH_IDENTITY = {"stablehlo.add": 0, "stablehlo.multiply": 1, "stablehlo.or": 0,
+                             "stablehlo.and": -1}
+
+
+def _trivial_reduce(op: Op) -> tuple[list[Op], Value] | None:
+    """A ``reduce`` over dimensions of size 1 (or none), whose init is the identity of
+    its operation, only drops those dimensions: a reshape."""
+    if op.name != "stablehlo.reduce" or len(op.operands) != 2:
+        return None
+    x, init = op.operands
+    if any(x.type.shape[d] != 1 for d in op.attrs["dimensions"]):
+        return None
+    applies, identity = compact_reduce_body(op), splat_value(init)
+    if applies is None or identity is None:
+        return None
+    if applies in ("stablehlo.maximum", "stablehlo.minimum"):
+        if x.type.dtype.kind != "f":
+            return None
+        expected = -np.inf if applies == "stablehlo.maximum" else np.inf
+    elif applies in _REDUCTIONS_WITH_IDENTITY:
+        expected = _REDUCTIONS_WITH_IDENTITY[applies]
+        if x.type.dtype.kind == "b":
+            expected = bool(expected)
+    else:
+        return None
+    if not _same_bits(identity, np.asarray(expected).astype(x.type.dtype)):
+        return None
+    return _reshape(x, op.result.type)
+
+
+def _reshape(x: Value, type: TensorType) -> tuple[list[Op], Value]:
+    """``x`` reshaped to ``type``: nothing if it has that shape already, and a reshape of
+    what a reshape (or a broadcast that only adds 1s) was given rather than of its result."""
+    producer = x.op
+    if producer is not None and (producer.name == "stablehlo.reshape" or _adds_ones(producer)):
+        x = producer.operands[0]
+    if x.type == type:
+        return [], x
+    new = Op("stablehlo.reshape", [x], [type])
+    return [new], new.result
+
+
+def _adds_ones(op: Op) -> bool:
+    """A ``broadcast_in_dim`` that inserts dimensions of size 1 only: a reshape."""
+    return (op.name == "stablehlo.broadcast_in_dim"
+            and op.operands[0].type.size == op.result.type.size
+            and list(op.attrs["dims"]) == sorted(op.attrs["dims"]))
+
+
+def _algebraic(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
+    same = _identity(op)
+    if same is not None:
+        return [], same
+    if op.name == "stablehlo.reshape" or (_adds_ones(op) and op.result.type.size > 0):
+        inner = op.operands[0].op
+        if inner is not None and (inner.name == "stablehlo.reshape" or _adds_ones(inner)):
+            return _reshape(op.operands[0], op.result.type)
+        return None
+    return _trivial_reduce(op)
+
+
+def algebraic_simplification(module: Module) -> Module:
+    """Identities that hold bit for bit: ``x * 1``, ``x / 1``, ``x - 0`` and
+    ``x + (-0.0)`` are ``x``; ``-(-x)`` is ``x``; a reshape of a reshape is one reshape; a
+    conversion, reshape, transpose or broadcast that changes nothing is dropped; a sum
+    (product, max, ...) over dimensions of size 1 is a reshape.
+
+    Why: transformations write such things (a gradient scaled by 1.0, ``keepdims``
+    reductions reshaped back and summed again), and each costs a pass over memory and a
+    buffer. Run again after the others, a rewrite can expose the next one: a reshape to
+    ``(8, 1)``, a sum over the 1, is a reshape of a reshape, which is nothing at all.
+    """
+    return rewrite(module, _algebraic)
+
+
 DEFAULT_PIPELINE: tuple[str, ...] = ("inline_calls", "common_subexpression_elimination",
-                                     "constant_folding", "dead_code_elimination",
-                                     "fuse_elementwise")
+                                     "constant_folding", "simplify_select",
+                                     "fold_transpose_into_dot", "algebraic_simplification",
+                                     "common_subexpression_elimination",
+                                     "dead_code_elimination", "fuse_elementwise")
