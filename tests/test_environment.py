@@ -11,16 +11,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PYPI = {"matplotlib-base": "matplotlib"}
@@ -71,6 +67,24 @@ def test_environment_yml_installs_the_project():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_entries = [e for e in env["dependencies"] if isinstance(e, dict) and "pip" in e]
     assert pip_entries and any("." in line for line in pip_entries[0]["pip"])
+
+
+def test_one_python_story():
+    """The README, pyproject.toml, environment.yml, ruff and tools/course.py agree on the
+    oldest supported Python."""
+    oldest = re.fullmatch(r">=(3\.\d+)", pyproject()["project"]["requires-python"]).group(1)
+    readme = (ROOT / "README.md").read_text()
+    assert f"Python {oldest} or newer" in readme
+    conda = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    assert f"python>={oldest}" in conda
+    assert pyproject()["tool"]["ruff"]["target-version"] == "py" + oldest.replace(".", "")
+    course = (ROOT / "tools" / "course.py").read_text()
+    assert f"MIN_PYTHON = ({oldest.replace('.', ', ')})" in course
+
+
+def test_the_jax_extra_is_the_tested_jax():
+    extras = pyproject()["project"]["optional-dependencies"]
+    assert extras["jax"] == [line for line in extras["test"] if line.startswith("jax")]
 
 
 def test_runtime_dependencies_are_the_documented_few():

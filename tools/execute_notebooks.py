@@ -24,10 +24,10 @@ from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 
+from booktools.notebook_format import normalise_metadata
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("book", "solutions")
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-LANGUAGE_INFO = {"name": "python", "pygments_lexer": "ipython3"}
 
 
 class CurrentInterpreterKernels(KernelSpecManager):
@@ -48,10 +48,8 @@ def _machine_independent(line: str) -> str:
 
 def normalise(nb: nbformat.NotebookNode) -> None:
     """Drop metadata that changes from run to run or from machine to machine."""
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    nb.metadata["language_info"] = dict(LANGUAGE_INFO)
+    normalise_metadata(nb)
     for cell in nb.cells:
-        cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
             cell.metadata.pop("collapsed", None)
             cell.metadata.pop("scrolled", None)
@@ -80,7 +78,17 @@ def notebooks(args: list[str]) -> list[Path]:
     return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
 
 
+def normalise_exercises() -> None:
+    """Exercise notebooks are never executed, but they are stored in the same form."""
+    for path in sorted((ROOT / "exercises").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        normalise_metadata(nb)
+        nbformat.write(nb, path)
+
+
 def main(args: list[str]) -> None:
+    if not args:
+        normalise_exercises()
     for path in notebooks(args):
         if path.parent.name == "exercises":
             sys.exit(f"{path}: exercise notebooks stay unexecuted; run the solution instead")
