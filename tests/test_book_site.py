@@ -385,3 +385,19 @@ def test_screenshots_of_two_pages(site, served, browser):
         screenshot(browser, f"{served}/{doc}", SCREENSHOTS / f"{name}.png", width, height,
                    mobile, centre)
         assert (SCREENSHOTS / f"{name}.png").stat().st_size > 10_000, name
+
+
+SEARCH_RESULTS = """new Promise(resolve => {
+  const started = Date.now();
+  const poll = () => {
+    const found = document.querySelectorAll('#search-results li');
+    if (found.length || Date.now() - started > 20000) { resolve(found.length); }
+    else { setTimeout(poll, 100); }
+  };
+  poll();
+})"""
+
+
+def test_search_finds_the_chapters_on_a_word(site, served, browser):
+    browser.open(f"{served}/search.html?q=linearize")
+    assert browser.evaluate(SEARCH_RESULTS) >= 2

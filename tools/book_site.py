@@ -233,6 +233,7 @@ def book_config() -> dict:
         "only_build_toc_files": True,
         "execute": {"execute_notebooks": "off"},
         "html": {"use_repository_button": False, "home_page_in_navbar": True},
+        "latex": {"use_jupyterbook_latex": False},  # no PDF: leave its extension out
         "sphinx": {"config": {
             # Jupyter Book's default extensions less the ones that fetch from the network
             # (thebe, intersphinx; comments stay off): the site is read offline.
