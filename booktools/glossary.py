@@ -75,4 +75,5 @@ def glossary_markdown(notebooks: Sequence[Path], link: Callable[[Path], str],
     intro = ("The course grew from a text written in Traditional Chinese, and the chapters pair "
              "its terms with the English ones. This page is generated from the notebooks: each "
              "term is listed where it first appears, in reading order.")
-    return "# Glossary (詞彙表)\n\n" + intro + "\n\n" + "\n".join(rows) + "\n"
+    table = "```{container} glossary-table\n" + "\n".join(rows) + "\n```\n"
+    return "# Glossary (詞彙表)\n\n" + intro + "\n\n" + table
