@@ -121,16 +121,16 @@ def loop_rows(suite: Suite) -> None:
 
 
 def memory_rows(suite: Suite) -> None:
-    label = "peak memory, mlp relu batch 1024"
-    if not suite.wanted(label):
-        return
-    args = w.mlp_example(1024)
-    step = minijax.jit(w.mlp_step_for(mjnp, minijax.value_and_grad, "relu"))
-    margs = minijax.device_put(args)
-    ours = peak_bytes(lambda: minijax.block_until_ready(step(*margs)))
-    numpy_peak = peak_bytes(lambda: w.numpy_mlp_step("relu", *args))
-    print(f"{label:<34s} numpy {numpy_peak / 1e6:.2f} MB | minijax {ours / 1e6:.2f} MB "
-          f"({ours / numpy_peak:.2f}x)")
+    for act in ("relu", "tanh", "gelu"):
+        label = f"peak memory, mlp {act} batch 1024"
+        if not suite.wanted(label):
+            continue
+        args = w.mlp_example(1024)
+        step = minijax.jit(w.mlp_step_for(mjnp, minijax.value_and_grad, act))
+        ours = peak_bytes(waiting(minijax.block_until_ready, step, minijax.device_put(args)))
+        numpy_peak = peak_bytes(partial(w.numpy_mlp_step, act, *args))
+        print(f"{label:<34s} numpy {numpy_peak / 1e6:.2f} MB | minijax {ours / 1e6:.2f} MB "
+              f"({ours / numpy_peak:.2f}x)")
 
 
 # name -> op(jnp, x, y, i) on a 16x16 float32 ``x``, its reverse ``y`` and an index ``i``

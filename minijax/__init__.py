@@ -20,6 +20,7 @@ from minijax.autodiff import (
     value_and_grad,
     vjp,
 )
+from minijax.compiler import eager_loops  # noqa: F401  (eager loops run compiled)
 from minijax.compiler.jit import jit
 from minijax.config import config, numpy_dtype_promotion
 from minijax.core import ShapedArray

@@ -121,14 +121,15 @@ def executable_for(closed: ClosedJaxpr, name: str = "jit", keep_unused: bool = F
 def compile_jaxpr(closed: ClosedJaxpr, name: str, keep_unused: bool = False
                   ) -> Callable[..., list[Any]]:
     """Compile ``closed`` into a function of NumPy arrays (all of the jaxpr's inputs):
-    lower it to StableHLO text and hand the text to the NumPy backend. The program takes
-    only the inputs it uses, so the others are dropped on the way in."""
+    lower it to a StableHLO module and hand the module to the NumPy backend (in memory:
+    the text is the contract with real XLA, and the mini-XLA would only parse it back).
+    The program takes only the inputs it uses, so the others are dropped on the way in."""
     from minijax.compiler import lowering, numpy_backend
 
-    text = lowering.lower_jaxpr(closed, module_name=lowering.module_name(name),
-                                keep_unused=keep_unused)
-    return with_used_inputs(numpy_backend.compile(text),
-                            None if keep_unused else lowering.used_inputs(closed))
+    module, used = lowering.lower_to_module(closed, module_name=lowering.module_name(name),
+                                            keep_unused=keep_unused)
+    return with_used_inputs(numpy_backend.compile_module(module),
+                            None if keep_unused else used)
 
 
 def with_used_inputs(executable: Callable[..., list[Any]], used: Sequence[bool] | None

@@ -484,6 +484,13 @@ def last_uses(block: Block) -> dict[int, list[Value]]:
     return dead
 
 
+def _makes_array(op: Op) -> bool:
+    """Whether an elementwise op's code returns a new array: a ufunc, or a conversion
+    to another dtype."""
+    return _allocates(op) or (op.name == "stablehlo.convert"
+                              and op.operands[0].type.dtype != op.result.type.dtype)
+
+
 def _allocates(op: Op) -> bool:
     """Whether the NumPy code of an elementwise op returns a new array (not a view)."""
     if op.name == "stablehlo.compare":
@@ -687,13 +694,13 @@ class _FunctionWriter:
         if not op.result.type.shape:  # a 0-d update replaces the whole operand
             self.bind(indent, op.results, self.ref(op.operands[1]))
             return
-        args = ", ".join(self.ref(v) for v in op.operands)
         if op in self.in_place or (x in self.fresh[-1] and self.uses.get(x) == 1):
             update, *starts = op.operands[1:]
             box = self.box(indent, op, x, starts, update.type.shape)
             self.emit(indent, f"{self.ref(x)}{box} = {self.ref(update)}")
             self.bind(indent, op.results, self.ref(x))
         else:
+            args = ", ".join(self.ref(v) for v in op.operands)
             self.bind(indent, op.results, f"k_dynamic_update_slice({args})")
         self.fresh[-1].add(op.result)
 
@@ -1013,9 +1020,10 @@ def _matmul_expr(lhs: str, rhs: str, lt: TensorType, rt: TensorType, out: Tensor
         rhs_v = rhs if cr[0] < rhs_free else _swap_last(rhs, len(rt.shape))
         return f"np.matmul({lhs_v}, {rhs_v})"
     if (lt.dtype == rt.dtype == out.dtype and out.dtype.kind in "fc" and out.dtype.itemsize >= 4
-            and not bl and len(cl) == 1 and len(lt.shape) <= 2 and len(rt.shape) <= 2
-            and cl[0] == len(lt.shape) - 1 and cr[0] == 0):
-        return f"np.matmul({lhs}, {rhs})"  # vector products
+            and not bl and len(cl) == 1 and len(rt.shape) <= 2 and cl[0] == len(lt.shape) - 1
+            and (len(lt.shape) <= 2 or len(rt.shape) == 2) and cr[0] in (0, len(rt.shape) - 1)):
+        # vector products, and a stack of rows times one matrix (x @ w on a batch)
+        return f"np.matmul({lhs}, {rhs if cr[0] == 0 else rhs + '.T'})"
     return (f"k_dot_general({lhs}, {rhs}, dimension_numbers={dims}, precision=None, "
             f"preferred_element_type=np.dtype({dtype_name(out.dtype)}), out_sharding=None)")
 
@@ -1111,6 +1119,7 @@ class _ExpressionWriter:
         self.out = out
         self.buffer: str | None = None
         self.fresh_result = False
+        self.temporaries = 0  # temporaries named so far (``v3_0``, ``v3_1``...)
 
     def outer(self, v: Value) -> Value | None:
         return self.inputs.get(v)
@@ -1154,6 +1163,22 @@ class _ExpressionWriter:
         op = v.op
         return (_allocates(op) and v.type == self.out and self.shape(v) == self.out.shape)
 
+    def reusing(self, v: Value, args: list[str]) -> str | None:
+        """Off the chain, a ufunc writes into the temporary array one of its operands
+        just made (``np.add((t := x.astype(f32)), 1.0, out=t)``) instead of allocating
+        another: a large temporary costs a fresh page of memory per page it covers."""
+        op = v.op
+        if not _allocates(op) or not self.shape(v):
+            return None
+        for i, u in enumerate(op.operands):
+            if (u not in self.inputs and _makes_array(u.op) and u.type.dtype == v.type.dtype
+                    and self.shape(u) == self.shape(v)):
+                name = f"{self.target}_{self.temporaries}"
+                self.temporaries += 1
+                args = [f"({name} := {a})" if j == i else a for j, a in enumerate(args)]
+                return f"{ufunc_call(op, args)[0][:-1]}, out={name})"
+        return None
+
     def donatable(self, v: Value) -> bool:
         """An operand array nothing else will read (fresh, used once, in this block)."""
         outer = self.inputs.get(v)
@@ -1178,7 +1203,7 @@ class _ExpressionWriter:
         args = [self.leaf(u, op.operands) if u in self.inputs else self.node(u, chain)
                 for u in op.operands]
         if v not in chain:
-            return elementwise_expr(op, args)
+            return self.reusing(v, args) or elementwise_expr(op, args)
         call = ufunc_call(op, args)[0]
         self.fresh_result = True
         starts_chain = v is chain[-1] and self.buffer == self.target
@@ -1264,7 +1289,15 @@ def generate(module: Module) -> tuple[str, dict[str, Any]]:
 
 def compile(text: str, pipeline: Sequence[str] = passes.DEFAULT_PIPELINE) -> Executable:
     """Parse StableHLO text, optimise it, generate NumPy code, and load it."""
-    module = run_passes(parse_module(text), pipeline)
+    return compile_module(parse_module(text), pipeline)
+
+
+def compile_module(module: Module, pipeline: Sequence[str] = passes.DEFAULT_PIPELINE
+                   ) -> Executable:
+    """Optimise a module (in place), generate NumPy code, and load it. ``jit`` hands its
+    lowered module over this way: printing it only for this backend to parse it again
+    would cost time and give the same module (the text is what real XLA receives)."""
+    module = run_passes(module, pipeline)
     source, namespace = generate(module)
     exec(builtins.compile(source, f"<minijax:{module.name}>", "exec"), namespace)
     main = next(f for f in module.funcs if f.visibility == "public")

@@ -641,7 +641,11 @@ def _trivial_reduce(op: Op) -> tuple[list[Op], Value] | None:
         return None
     if not _same_bits(identity, np.asarray(expected).astype(x.type.dtype)):
         return None
-    return _reshape(x, op.result.type)
+    ops, reshaped = _reshape(x, op.result.type)
+    if applies == "stablehlo.add" and x.type.dtype.kind == "f":  # -0.0 + 0.0 is +0.0
+        ops += _arith("stablehlo.add", reshaped, identity)
+        return ops, ops[-1].result
+    return ops, reshaped
 
 
 def _reshape(x: Value, type: TensorType) -> tuple[list[Op], Value]:
@@ -678,8 +682,9 @@ def _algebraic(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
 def algebraic_simplification(module: Module) -> Module:
     """Identities that hold bit for bit: ``x * 1``, ``x / 1``, ``x - 0`` and
     ``x + (-0.0)`` are ``x``; ``-(-x)`` is ``x``; a reshape of a reshape is one reshape; a
-    conversion, reshape, transpose or broadcast that changes nothing is dropped; a sum
-    (product, max, ...) over dimensions of size 1 is a reshape.
+    conversion, reshape, transpose or broadcast that changes nothing is dropped; a product
+    (max, min, integer sum...) over dimensions of size 1 is a reshape, and a float sum
+    the reshape plus its init (which turns a ``-0.0`` into ``0.0``, as the sum does).
 
     Why: transformations write such things (a gradient scaled by 1.0, ``keepdims``
     reductions reshaped back and summed again), and each costs a pass over memory and a

@@ -16,6 +16,7 @@ to keep loops lean (values a loop body merely passes through are taken out of it
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -41,12 +42,26 @@ def leaf_paths(treedef: PyTreeDef) -> list[str]:
             for path in leaf_paths(child)]
 
 
+@functools.lru_cache(maxsize=512)
+def _cached_signature(fun: Callable) -> inspect.Signature:
+    return inspect.signature(fun)
+
+
+def _signature(fun: Callable) -> inspect.Signature:
+    """``inspect.signature(fun)``, remembered: it costs tens of microseconds, and an
+    eager loop asks for it at every call."""
+    try:
+        return _cached_signature(fun)
+    except TypeError:  # an unhashable callable (or no signature: asked again, raises)
+        return inspect.signature(fun)
+
+
 def _parameter_names(fun: Callable, args: Sequence[Any], kwargs: dict[str, Any]
                      ) -> tuple[list[str], dict[str, str]] | None:
     """How each positional and keyword argument of a call is named by ``fun``'s signature
     (``args[2]`` for a ``*args`` parameter); None if there is no usable signature."""
     try:
-        bound = inspect.signature(fun).bind(*args, **kwargs)
+        bound = _signature(fun).bind(*args, **kwargs)
     except (TypeError, ValueError):
         return None
     positional: list[str] = []
