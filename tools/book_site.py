@@ -64,13 +64,13 @@ def notebook_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def title_of(nb: dict) -> str:
-    """The text of the notebook's first heading."""
-    for cell in nb["cells"]:
+def title_of(path: Path) -> str:
+    """The text of the notebook's first heading: its page's title in the site."""
+    for cell in notebook_json(path)["cells"]:
         for line in "".join(cell["source"]).splitlines():
             if cell["cell_type"] == "markdown" and line.startswith("# "):
                 return line[2:].strip()
-    raise ValueError("a notebook of the book has no title (a line starting with '# ')")
+    raise SystemExit(f"{path} has no title (a Markdown line starting with '# ')")
 
 
 def shown_modules(nb: dict) -> list[str]:
@@ -88,11 +88,10 @@ def chapters() -> list[Page]:
     exercises = {p.name[:3]: p for p in sorted(EXERCISES.glob("[0-9][0-9]_*.ipynb"))}
     pages = []
     for path in sorted(BOOK.glob("[0-9][0-9]_*.ipynb")):
-        nb = notebook_json(path)
-        page = Page(path, path.stem, title_of(nb), modules=shown_modules(nb))
+        page = Page(path, path.stem, title_of(path), modules=shown_modules(notebook_json(path)))
         if path.name[:3] in exercises:
             ex = exercises[path.name[:3]]
-            page.exercises = Page(ex, f"exercises/{ex.stem}", title_of(notebook_json(ex)))
+            page.exercises = Page(ex, f"exercises/{ex.stem}", title_of(ex))
         pages.append(page)
     return pages
 
@@ -118,7 +117,8 @@ def markdown_cell(text: str, cell_id: str) -> dict:
 
 def chapter_box(page: Page) -> str:
     """The note under a chapter's title: its exercises and the engine modules it shows."""
-    lines = ["```{admonition} With this chapter", ":class: tip", ""]
+    heading = "With this chapter" if page.title.startswith("Chapter") else "With this page"
+    lines = [f"```{{admonition}} {heading}", ":class: tip", ""]
     if page.exercises is not None:
         link = relative_link(page.docname, page.exercises.docname, ".ipynb")
         lines.append(f"* **Exercises:** [{page.exercises.title}]({link})")
