@@ -4,13 +4,14 @@ Checks live beside the exercises, one module per chapter: ``exercises/checks/ch0
 the checks of ``00_warmup.ipynb``. They are loaded by file path rather than imported as a package,
 so notebooks in ``exercises/`` and ``solutions/`` (and learners' submissions anywhere) are graded by
 the same checks, and the checks folder needs no ``__init__.py`` or ``sys.path`` entry.
+The grader's worker gets a module's source from the grader rather than from the disk.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
+import types
 from pathlib import Path
 
 from grader.checks import Check
@@ -60,18 +61,29 @@ def load_checks(chapter: str, checks_dir: Path) -> dict[str, Check]:
     The module is executed afresh on every call, so an instructor's edits are picked up by the
     next ``checker(...)`` call in a notebook without restarting the kernel.
     """
+    return checks_from_source(chapter, check_module_source(chapter, checks_dir))
+
+
+def check_module_source(chapter: str, checks_dir: Path) -> str:
+    """The source of ``chapter``'s check module. The grader reads it and sends it to its worker,
+    which cannot read the checks folder itself."""
     path = checks_dir / f"{_MODULE_PREFIX}{chapter}.py"
     if not path.is_file():
         raise ChapterError(f"no checks for chapter {chapter!r}: {path} does not exist")
-    spec = importlib.util.spec_from_file_location(f"_grader_checks_{chapter}", path)
-    assert spec is not None and spec.loader is not None  # a .py file path always has a loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses and pickling look modules up there
-    spec.loader.exec_module(module)
+    return path.read_text(encoding="utf-8")
+
+
+def checks_from_source(chapter: str, source: str) -> dict[str, Check]:
+    """Execute a check module's ``source`` as module ``_grader_checks_<chapter>``; its checks."""
+    name = f"{_MODULE_PREFIX}{chapter}.py"
+    module = types.ModuleType(f"_grader_checks_{chapter}")
+    module.__file__ = name
+    sys.modules[module.__name__] = module  # dataclasses and pickling look modules up there
+    exec(compile(source, name, "exec"), module.__dict__)
     checks: dict[str, Check] = {}
     for check in vars(module).values():
         if isinstance(check, Check):
             if check.name in checks:
-                raise ChapterError(f"{path.name} defines two checks for exercise {check.name!r}")
+                raise ChapterError(f"{name} defines two checks for exercise {check.name!r}")
             checks[check.name] = check
     return checks

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from grader.plain import Opaque, safe_str
+
 Namespace = Mapping[str, Any]
 
 #: How a failure message introduces its hint; Gradescope output can leave the hint out.
@@ -47,22 +49,33 @@ class Check:
 
     The notebook's metadata repeats name and points only so that tests can verify that notebook
     and check module agree; a learner could edit the metadata, but not the check module.
+
+    A ``remote`` check reaches the learner's code only through :func:`call` with plain-data
+    arguments (numbers, strings, numpy arrays, and lists, tuples, dicts of them). The grader then
+    runs it in its own trusted process: its expected values and comparisons never enter the
+    process that runs the learner's notebook, so no submission can forge its verdict. Other
+    checks (those that hand functions to the learner's code, or inspect its objects) run beside
+    the notebook, and their verdict is only as trustworthy as that process.
     """
 
     name: str
     points: float
     run: Callable[[Namespace], None]
+    remote: bool = False
 
 
-def exercise(name: str, points: float) -> Callable[[Callable[[Namespace], None]], Check]:
-    """Declare the decorated function as the check of exercise ``name``, worth ``points``.
+def exercise(
+    name: str, points: float, *, remote: bool = False
+) -> Callable[[Callable[[Namespace], None]], Check]:
+    """Declare the decorated function as the check of exercise ``name``, worth ``points``
+    (``remote``: see :class:`Check`).
 
     The function is replaced by a :class:`Check`; the grader collects the module's ``Check``
     objects in the order they are defined, which is the order exercises are reported in.
     """
 
     def declare(run: Callable[[Namespace], None]) -> Check:
-        return Check(name=name, points=points, run=run)
+        return Check(name=name, points=points, run=run, remote=remote)
 
     return declare
 
@@ -252,7 +265,7 @@ def brief(value: Any) -> str:
 
 def describe_exception(exc: BaseException) -> str:
     """``TypeError: message`` (or just the type when the message is empty)."""
-    message = str(exc)
+    message = safe_str(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
@@ -274,9 +287,8 @@ def learner_function(ns: Namespace, name: str) -> Callable[..., Any]:
         raise CheckFailed(f"{name} is not defined: did you run the cell that defines it?")
     function = ns[name]
     if not callable(function):
-        raise CheckFailed(
-            f"{name} should be a function, but it is of type {type(function).__name__}"
-        )
+        kind = function.type_name if isinstance(function, Opaque) else type(function).__name__
+        raise CheckFailed(f"{name} should be a function, but it is of type {kind}")
     return function
 
 

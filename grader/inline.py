@@ -27,9 +27,9 @@ _muted = False
 def mute() -> None:
     """Make every ``check()`` call a no-op in this process.
 
-    The grader's worker calls this before running a notebook: it runs each check itself, under
-    time and output limits, right after the exercise cell. Running the notebook's own ``check()``
-    cells too would only repeat that work, without the limits.
+    The grader's worker calls this before running a notebook: the grader runs each check itself,
+    under time and output limits, right after the exercise cell. Running the notebook's own
+    ``check()`` cells too would only repeat that work, without the limits.
     """
     global _muted
     _muted = True
@@ -40,7 +40,9 @@ class Checker:
 
     def __init__(self, chapter: str, checks_dir: Path) -> None:
         self.chapter = chapter
-        self.checks = load_checks(chapter, checks_dir)
+        # Muted, in the grader's worker, the check module is not even read: the worker's folder
+        # holds no check modules, and their expected values stay out of the learner's process.
+        self.checks = {} if _muted else load_checks(chapter, checks_dir)
 
     def __call__(self, name: str | None = None, namespace: Namespace | None = None) -> None:
         """Print the verdict on exercise ``name``, or on every exercise and the total.

@@ -1,4 +1,4 @@
-"""Time and output limits for learner code running inside the grading process.
+"""Time and output limits for learner code, as the worker process applies them to itself.
 
 A learner's cell can loop forever or print without end. Either must cost that one exercise, not the
 whole notebook, so each exercise cell (and its check) runs inside :func:`guard`, which
@@ -11,8 +11,9 @@ whole notebook, so each exercise cell (and its check) runs inside :func:`guard`,
 
 Both exceptions derive from ``BaseException`` so that a learner's ``except Exception`` cannot hide
 them, and the guard remembers the first breach so that even a bare ``except:`` cannot turn it into
-a pass. Native code that never returns to Python (a huge numpy operation) is out of reach here: the
-parent process's per-notebook time limit covers that case by killing the process.
+a pass. This guard is a courtesy that saves a restart in the common case (a loop that never ends);
+it is not what the grader relies on. Code can block the signal, disarm the timer, or sleep in C:
+the grader (:mod:`grader.session`) enforces the same limits from outside by killing the worker.
 """
 
 from __future__ import annotations
@@ -33,13 +34,23 @@ class Limits:
     """How much time and output learner code may use.
 
     ``exercise_seconds`` bounds one exercise (its cell plus its check) and any other single cell;
-    ``notebook_seconds`` bounds the whole notebook process; ``output_chars`` bounds what one
-    cell (with its check) may print to stdout and stderr together.
+    ``notebook_seconds`` bounds the whole notebook; ``output_chars`` bounds what one cell, or one
+    call of a learner's function by a check, may print to stdout and stderr together. The
+    worker process gets ``memory_mb`` of address space, may write files of up to ``file_mb``,
+    and, when it runs as an unprivileged user of its own, may have ``processes`` processes and
+    threads.
     """
 
     exercise_seconds: float = 30.0
     notebook_seconds: float = 600.0
     output_chars: int = 100_000
+    memory_mb: int = 4096
+    file_mb: int = 256
+    processes: int = 256
+
+    def notebook_time_is_up(self) -> str:
+        """The message for exercises that the notebook's time limit left ungraded."""
+        return f"notebook time limit exceeded ({self.notebook_seconds:g} s)"
 
 
 class GradingLimit(BaseException):

@@ -1,34 +1,40 @@
-"""The grader's side of grading a notebook: start the worker, enforce the notebook time limit,
-collect what the worker reported, and account for every exercise.
+"""The trusted side of grading a notebook: the only process that decides a score.
 
-The parent reads the notebook and pairs cells with checks itself before starting the worker, so it
-knows every exercise that should be graded. If the worker runs out of time or dies, each exercise
-it did not report is marked "not graded" with the reason, and the exercises it did report keep
-their results.
+The grader reads the notebook and pairs its cells with checks itself (:func:`make_plan`), then
+drives a worker (:mod:`grader.worker`, started through :mod:`grader.session`) cell by cell: each
+ordinary cell is run there, each exercise cell is run there and then checked. A ``remote`` check
+runs here, reaching the learner's functions through the worker with plain data; another check
+runs in the worker and returns only a status and a message, and the points come from here.
+
+When the worker breaks a limit from outside its own guard, dies, or sends something malformed,
+it is killed; the exercise (or cell) that did it gets the reason, a fresh worker re-runs the cells
+that had run before, and grading continues with the next cell. Only the notebook's time limit,
+or a failure of the grader itself, ends grading early: the exercises not reached are then marked
+"not graded" with the reason.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.chapters import ChapterError, detect_chapter, known_chapters, load_checks
-from grader.limits import Limits
-from grader.notebook import NotebookError, read_code_cells
-from grader.outcome import NotebookReport, Result, Status
-from grader.plan import make_plan
-
-#: The folder ``grader`` is imported from; the worker must import the same package.
-_IMPORT_ROOT = Path(__file__).resolve().parents[1]
+from grader.chapters import (
+    ChapterError,
+    check_module_source,
+    detect_chapter,
+    known_chapters,
+    load_checks,
+)
+from grader.checks import Check
+from grader.limits import GradingLimit, Limits, TimeLimitExceeded
+from grader.notebook import CodeCell, NotebookError, find_magic, read_code_cells
+from grader.outcome import NotebookReport, Result, Status, result_from_exception
+from grader.plan import Plan, make_plan
+from grader.remote import RemoteNamespace, WorkerLost, rebuild_exception
+from grader.session import Session
 
 
 def grade_notebook(
@@ -51,21 +57,17 @@ def grade_notebook(
             Result.of(check, Status.NOT_GRADED, str(exc)) for check in checks.values()
         ]
         return report
-    job = {
-        "chapter": chapter,
-        "checks_dir": str(checks_dir.resolve()),
-        "limits": asdict(limits),
-        "cells": [cell.to_json() for cell in cells],
-    }
-    run = run_worker(notebook.resolve().parent, job, limits.notebook_seconds)
-    missing = run.error or "the grader produced no result for it"
+    plan = make_plan(cells, checks)
+    grading = Grading(notebook, chapter, checks_dir, limits, start)
+    grading.run(plan)
+    missing = grading.error or "the grader produced no result for it"
     report.results = [
-        run.results.get(name) or Result.of(check, Status.NOT_GRADED, missing)
+        grading.results.get(name) or Result.of(check, Status.NOT_GRADED, missing)
         for name, check in checks.items()
     ]
-    report.notes = make_plan(cells, checks).notes + run.notes
-    report.error = run.error
-    report.grader_failed = run.crash is not None
+    report.notes = plan.notes + grading.notes
+    report.error = grading.error
+    report.grader_failed = grading.crashed
     report.seconds = time.monotonic() - start
     return report
 
@@ -97,96 +99,177 @@ def grade_many(
     return reports
 
 
+class StopGrading(Exception):
+    """The notebook's time is up, or the grader itself failed: grade nothing more."""
+
+
 @dataclass
-class WorkerRun:
-    """What the worker reported, and why it stopped early (``error``), if it did."""
+class Budget:
+    """One exercise's (or one cell's) time, counted from its start; ``lost`` once the worker had
+    to be killed for it (every later request of the same exercise fails the same way)."""
 
-    results: dict[str, Result] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    finished: bool = False
-    crash: str | None = None
-    error: str | None = None
+    seconds: float
+    start: float = field(default_factory=time.monotonic)
+    lost: WorkerLost | None = None
 
-
-def run_worker(cwd: Path, job: dict[str, Any], notebook_seconds: float) -> WorkerRun:
-    """Run ``python -m grader.worker`` in ``cwd`` (the notebook's folder, as in Jupyter).
-
-    The worker's stdout and stderr are discarded: they belong to learner code, which may flood
-    them. It gets its own session so that killing it also kills any process it started.
-    """
-    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
-        job_file, results_file = Path(tmp, "job.json"), Path(tmp, "results.jsonl")
-        job_file.write_text(json.dumps(job), encoding="utf-8")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "grader.worker", str(job_file), str(results_file)],
-            cwd=cwd,
-            env=_worker_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        timed_out = _wait(process, notebook_seconds)
-        run = _collect(_read_events(results_file))
-    if not run.finished:
-        run.error = _why_unfinished(run, process.returncode, timed_out, notebook_seconds)
-    return run
+    def left(self) -> float:
+        return self.seconds - (time.monotonic() - self.start)
 
 
-def _worker_environment() -> dict[str, str]:
-    """The parent's environment, plus a non-interactive plotting backend (no windows open) and
-    the grader's import root (the worker must import this very package, whatever its cwd)."""
-    path = os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path}
+class Grading:
+    """Grading one notebook: the worker session, the cells to re-run after a restart, and what
+    has been found so far."""
 
+    def __init__(
+        self, notebook: Path, chapter: str, checks_dir: Path, limits: Limits, start: float
+    ) -> None:
+        self.chapter, self.limits = chapter, limits
+        self.checks_source = check_module_source(chapter, checks_dir)
+        self.session = Session(notebook, limits, start + limits.notebook_seconds)
+        self.ran: list[CodeCell] = []  # cells to re-run in a fresh worker
+        self.results: dict[str, Result] = {}
+        self.notes: list[str] = []
+        self.error: str | None = None
+        self.crashed = False
 
-def _wait(process: subprocess.Popen[bytes], seconds: float) -> bool:
-    """Wait for the worker; kill it (and its process group) after ``seconds``. True if killed."""
-    try:
-        process.wait(timeout=seconds)
-        return False
-    except subprocess.TimeoutExpired:
-        return True
-    finally:
-        if process.poll() is None:  # timed out, or the grader itself was interrupted
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
-def _read_events(results_file: Path) -> list[dict[str, Any]]:
-    """The worker's events; a last line cut short by a kill is ignored."""
-    if not results_file.exists():
-        return []
-    events = []
-    for line in results_file.read_text(encoding="utf-8").splitlines():
+    def run(self, plan: Plan) -> None:
         try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return events
+            self.session.start()
+            for step in plan.steps:
+                if step.check is None:
+                    self.ordinary(step.cell)
+                else:
+                    self.results[step.check.name] = self.exercise(step.cell, step.check)
+            for check in plan.unclaimed:
+                self.results[check.name] = self.judge(check, self.budget())
+        except StopGrading:
+            pass
+        finally:
+            self.session.close()
+
+    def budget(self) -> Budget:
+        if self.session.notebook_time_left() <= 0:
+            self.error = self.limits.notebook_time_is_up()
+            raise StopGrading
+        return Budget(self.limits.exercise_seconds)
+
+    def ordinary(self, cell: CodeCell) -> None:
+        """Run an ordinary cell; a problem becomes a note (it costs no points)."""
+        magic = find_magic(cell.source)
+        if magic is not None:
+            self.notes.append(f"{cell.label()} skipped: IPython magic `{magic}` (the grader runs "
+                              "plain Python only)")
+            return
+        try:
+            reply = self.ask(self.run_request(cell), self.budget())
+        except GradingLimit as lost:  # the worker was lost, or the exercise's time is up
+            self.notes.append(f"{cell.label()} stopped: {lost}; the grader restarted the "
+                              "notebook without it and continued")
+            return
+        if reply.get("outcome") != "limit":
+            self.ran.append(cell)
+        if reply.get("outcome") == "raised":
+            self.notes.append(f"{cell.label()} raised {_describe(reply)}; grading continued")
+        elif reply.get("outcome") == "limit":
+            problem = rebuild_exception(reply, self.limits.exercise_seconds,
+                                        self.limits.output_chars)
+            self.notes.append(f"{cell.label()} stopped: {problem}; grading continued")
+
+    def exercise(self, cell: CodeCell, check: Check) -> Result:
+        """Run an exercise cell, then its check, both within one exercise's budget."""
+        magic = find_magic(cell.source)
+        if magic is not None:
+            message = f"exercise cells must be plain Python (found IPython magic `{magic}`)"
+            return Result.of(check, Status.FAILED, message)
+        budget = self.budget()
+        try:
+            reply = self.ask(self.run_request(cell), budget)
+        except GradingLimit as lost:  # the worker was lost, or the exercise's time is up
+            return Result.of(check, Status.FAILED, str(lost))
+        if reply.get("outcome") != "limit":
+            self.ran.append(cell)
+        if reply.get("outcome") != "ok":
+            problem = rebuild_exception(reply, self.limits.exercise_seconds,
+                                        self.limits.output_chars)
+            return result_from_exception(check, problem, context="the exercise cell raised")
+        return self.judge(check, budget)
+
+    def judge(self, check: Check, budget: Budget) -> Result:
+        """The verdict of ``check`` on the notebook as it stands."""
+        if check.remote:
+            ns = RemoteNamespace(lambda request: self.ask(request, budget),
+                                 self.limits.exercise_seconds, self.limits.output_chars)
+            try:
+                check.run(ns)
+            except KeyboardInterrupt:  # learner code cannot raise one here: it is the grader's
+                raise
+            except BaseException as exc:  # noqa: BLE001 -- a check must not stop the grading
+                return result_from_exception(check, exc, context="the check stopped with")
+            return Result.of(check, Status.PASSED)
+        request = {"op": "check", "chapter": self.chapter, "source": self.checks_source,
+                   "name": check.name}
+        try:
+            reply = self.ask(request, budget)
+        except GradingLimit as lost:  # the worker was lost, or the exercise's time is up
+            return Result.of(check, Status.FAILED, str(lost))
+        if reply.get("outcome") == "verdict":
+            return _verdict(check, reply)
+        problem = rebuild_exception(reply, self.limits.exercise_seconds, self.limits.output_chars)
+        return result_from_exception(check, problem, context="the check stopped with")
+
+    def run_request(self, cell: CodeCell) -> dict[str, Any]:
+        return {"op": "run", "source": cell.source, "number": cell.number}
+
+    def ask(self, request: dict[str, Any], budget: Budget) -> dict[str, Any]:
+        """The worker's reply to ``request`` within ``budget``. If the worker is lost, a fresh one
+        replaces it and :class:`WorkerLost` is raised; if the notebook's time is up or the
+        worker reports a failure of the grader itself, :class:`StopGrading` is."""
+        if budget.lost is not None:
+            raise budget.lost
+        left = budget.left()
+        if left <= 0:
+            raise TimeLimitExceeded(self.limits.exercise_seconds)
+        try:
+            reply = self.session.ask(request, left)
+        except WorkerLost as lost:
+            budget.lost = lost
+            if self.session.notebook_time_left() <= 0:
+                self.error = str(lost)
+                raise StopGrading from None
+            self.restart()
+            raise
+        if reply.get("outcome") == "crash":
+            message = str(reply.get("message"))
+            self.crashed = True
+            self.error = f"the grader failed: {message.strip().splitlines()[-1]}"
+            self.notes.append(f"the grader failed while running the notebook:\n{message}")
+            raise StopGrading
+        return reply
+
+    def restart(self) -> None:
+        """A fresh worker, with the cells that ran before re-run in it (their outcomes were
+        recorded already). A cell that loses this worker too is left out from then on."""
+        self.session.start()
+        for cell in list(self.ran):
+            try:
+                self.session.ask(self.run_request(cell), self.limits.exercise_seconds)
+            except WorkerLost:
+                if self.session.notebook_time_left() <= 0:
+                    self.error = self.limits.notebook_time_is_up()
+                    raise StopGrading from None
+                self.ran.remove(cell)
+                self.session.start()
 
 
-def _collect(events: list[dict[str, Any]]) -> WorkerRun:
-    run = WorkerRun()
-    for event in events:
-        if event["event"] == "result":
-            result = Result.from_json(event["result"])
-            run.results[result.name] = result
-        elif event["event"] == "note":
-            run.notes.append(event["message"])
-        elif event["event"] == "crash":
-            run.crash = event["message"]
-            run.notes.append(f"the grader failed while running the notebook:\n{run.crash}")
-        elif event["event"] == "done":
-            run.finished = True
-    return run
+def _describe(reply: dict[str, Any]) -> str:
+    """``TypeError: message``, as :func:`grader.checks.describe_exception` words it."""
+    name, message = str(reply.get("type")), str(reply.get("message"))
+    return f"{name}: {message}" if message else name
 
 
-def _why_unfinished(run: WorkerRun, returncode: int, timed_out: bool, seconds: float) -> str:
-    if timed_out:
-        return f"notebook time limit exceeded ({seconds:g} s)"
-    if run.crash is not None:
-        return f"the grader failed: {run.crash.strip().splitlines()[-1]}"
-    if returncode < 0:
-        return f"the notebook process died (killed by {signal.Signals(-returncode).name})"
-    return f"the notebook process died (exit code {returncode})"
+def _verdict(check: Check, reply: dict[str, Any]) -> Result:
+    """A verdict from the worker: its status and message, and the check module's points."""
+    status, message = reply.get("status"), reply.get("message")
+    if status not in {status.value for status in Status} or type(message) is not str:
+        return Result.of(check, Status.FAILED, "the notebook process sent a malformed verdict")
+    return Result.of(check, Status(status), message)

@@ -1,143 +1,145 @@
-"""The child process that runs one learner notebook: ``python -m grader.worker JOB RESULTS``.
+"""The untrusted worker: ``python -m grader.worker REQUESTS REPLIES`` (two pipe descriptors).
 
-Learner code runs here, never in the grader's own process, so that nothing it does -- loop
-forever, print megabytes, call ``sys.exit()`` or ``os._exit()``, crash the interpreter -- can stop
-the grading of other exercises or other notebooks. The parent (:mod:`grader.runner`) writes the
-cells to run into the JSON file ``JOB``; this process runs them in order in one namespace, as
-Jupyter would, and appends one JSON line per event to ``RESULTS``:
+The learner's notebook runs here and nowhere else. The worker does only what the grader
+(:mod:`grader.runner`, the trusted process) asks, one request at a time, and answers each with
+plain data (:mod:`grader.plain`) over the pipe (:mod:`grader.channel`). Requests:
 
-* ``{"event": "result", "result": {...}}`` -- an exercise graded (right after its cell ran);
-* ``{"event": "note", "message": "..."}`` -- a remark about an ordinary cell (it failed, or used
-  IPython magic and was skipped);
-* ``{"event": "done"}`` -- the notebook ran to the end; ``{"event": "crash", ...}`` -- the grader
-  itself failed.
+* ``run`` -- execute one cell's source in the notebook namespace (plain Python: the grader keeps
+  cells with IPython magic to itself);
+* ``lookup`` -- is ``name`` defined, and callable?
+* ``call`` -- call the learner's function ``name`` on decoded arguments, and return the result
+  and the arguments afterwards (so the grader can see an argument modified in place);
+* ``check`` -- run a check that must see the learner's objects themselves (a chapter whose checks
+  are not ``remote``) and return its verdict.
 
-Results go to a file and not to stdout because learner code owns stdout. Each line is flushed at
-once, so results written before the process is killed are kept.
+Each request runs under the time and output limits it carries (:func:`grader.limits.guard`), so
+that an ordinary infinite loop costs no restart; the grader enforces the same limits from outside
+and kills this process when they do not hold. Nothing this process prints or writes to disk is
+read as a result, and the grader decides every score: an answer is only ever the learner's.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 import traceback
 from collections.abc import Callable
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 from grader import inline
-from grader.chapters import load_checks
-from grader.checks import Check, describe_exception
-from grader.limits import GradingLimit, Limits, guard
-from grader.notebook import CodeCell, find_magic
-from grader.outcome import Result, Status, result_from_exception, run_check
-from grader.plan import make_plan
+from grader.channel import Channel, ChannelClosed
+from grader.chapters import checks_from_source
+from grader.checks import Check
+from grader.limits import Limits, TimeLimitExceeded, guard
+from grader.outcome import Status, result_from_exception
+from grader.plain import decode, encode, safe_str, type_name
 
-Emit = Callable[[dict[str, Any]], None]
+Reply = dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
-    job_path, results_path = argv if argv is not None else sys.argv[1:]
-    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
-    with open(results_path, "a", encoding="utf-8") as sink:
-
-        def emit(event: dict[str, Any]) -> None:
-            sink.write(json.dumps(event) + "\n")
-            sink.flush()
-
-        try:
-            run_job(job, emit)
-        except Exception:  # a bug in the grader or a check module: tell the parent what it was
-            emit({"event": "crash", "message": traceback.format_exc(limit=-3)})
-            return 1
-    return 0
-
-
-def run_job(job: dict[str, Any], emit: Emit) -> None:
-    """Run the notebook cells of ``job``, grading each exercise right after its cell.
-
-    Grading right after the cell (rather than at the end) matches where the learner's own
-    ``check()`` cell sits, and means that exercises graded before a fatal cell keep their results.
-    """
+    read_fd, write_fd = (int(arg) for arg in (argv if argv is not None else sys.argv[1:]))
+    channel = Channel(read_fd, write_fd)
     inline.mute()
-    limits = Limits(**job["limits"])
-    checks = load_checks(job["chapter"], Path(job["checks_dir"]))
-    plan = make_plan([CodeCell.from_json(cell) for cell in job["cells"]], checks)
-    ns = _notebook_namespace()
-    for step in plan.steps:
-        if step.check is None:
-            note = run_cell(step.cell, ns, limits)
-            if note is not None:
-                emit({"event": "note", "message": note})
-        else:
-            _emit_result(emit, grade_exercise(step.cell, step.check, ns, limits))
-    for check in plan.unclaimed:
-        _emit_result(emit, _limited(check, limits, partial(run_check, check, ns)))
-    emit({"event": "done"})
+    worker = Worker()
+    while True:
+        try:
+            request = channel.receive()
+        except ChannelClosed:
+            break
+        if request.get("op") == "exit":
+            break
+        try:
+            reply = worker.handle(request)
+        except Exception:  # a bug in the grader or a check module: tell the grader what it was
+            reply = {"outcome": "crash", "message": traceback.format_exc(limit=-3)}
+        try:
+            channel.send({"id": request.get("id"), **reply})
+        except ChannelClosed:
+            break
+    sys.stdout.flush()
+    os._exit(0)  # neither atexit handlers nor the learner's threads may outlive the last answer
 
 
-def _notebook_namespace() -> dict[str, Any]:
-    """A fresh namespace like a Jupyter kernel's, where ``display`` needs no import."""
-    from IPython.display import display
+class Worker:
+    """The notebook namespace, and the check modules loaded so far (for ``check`` requests, by
+    their source, which comes with the request)."""
 
-    return {"__name__": "__main__", "display": display}
+    def __init__(self) -> None:
+        from IPython.display import display
+
+        self.ns: dict[str, Any] = {"__name__": "__main__", "display": display}
+        self.checks: dict[str, dict[str, Check]] = {}
+
+    def handle(self, request: dict[str, Any]) -> Reply:
+        op = request["op"]
+        if op == "lookup":
+            return self.lookup(request["name"])
+        limits = Limits(exercise_seconds=request["seconds"], output_chars=request["output"])
+        if op == "run":
+            return limited(limits, lambda: self.run(request["source"], request["number"]))
+        if op == "call":
+            return limited(limits, lambda: self.call(request["name"], decode(request["args"])))
+        if op == "check":
+            check = self.load(request["chapter"], request["source"])[request["name"]]
+            return limited(limits, lambda: self.check(check))
+        raise ValueError(f"unknown request {op!r}")
+
+    def lookup(self, name: str) -> Reply:
+        if name not in self.ns:
+            return {"defined": False}
+        value = self.ns[name]
+        return {"defined": True, "callable": callable(value), "type": type_name(value)}
+
+    def run(self, source: str, number: int) -> Reply:
+        exec(compile(source, f"<cell {number}>", "exec"), self.ns)
+        return {"outcome": "ok"}
+
+    def call(self, name: str, args: list[Any]) -> Reply:
+        value = self.ns[name](*args)
+        return {"outcome": "returned", "value": encode(value), "args": encode(args)}
+
+    def load(self, chapter: str, source: str) -> dict[str, Check]:
+        """The checks of a module's ``source`` (loaded once); a module that fails to load is a
+        failure of the grader, not of the learner."""
+        if source not in self.checks:
+            self.checks[source] = checks_from_source(chapter, source)
+        return self.checks[source]
+
+    def check(self, check: Check) -> Reply:
+        try:
+            check.run(self.ns)
+        except BaseException as exc:  # noqa: BLE001 -- KeyboardInterrupt too: it is the learner's
+            result = result_from_exception(check, exc, context="the check stopped with")
+            return {"outcome": "verdict", "status": result.status.value,
+                    "message": result.message}
+        return {"outcome": "verdict", "status": Status.PASSED.value, "message": ""}
 
 
-def _emit_result(emit: Emit, result: Result) -> None:
-    emit({"event": "result", "result": result.to_json()})
-
-
-def grade_exercise(cell: CodeCell, check: Check, ns: dict[str, Any], limits: Limits) -> Result:
-    """Run an exercise cell, then its check, both under one time and output budget."""
-    magic = find_magic(cell.source)
-    if magic is not None:
-        message = f"exercise cells must be plain Python (found IPython magic `{magic}`)"
-        return Result.of(check, Status.FAILED, message)
-
-    def cell_then_check() -> Result:
-        error = _execute(cell, ns)
-        if error is not None:
-            return result_from_exception(check, error, context="the exercise cell raised")
-        return run_check(check, ns)
-
-    return _limited(check, limits, cell_then_check)
-
-
-def run_cell(cell: CodeCell, ns: dict[str, Any], limits: Limits) -> str | None:
-    """Run an ordinary cell; return a note if it could not run cleanly (it costs no points)."""
-    magic = find_magic(cell.source)
-    if magic is not None:
-        return (
-            f"{cell.label()} skipped: IPython magic `{magic}` (the grader runs plain Python only)"
-        )
+def limited(limits: Limits, work: Callable[[], Reply]) -> Reply:
+    """``work()``'s reply, or what it raised, or the limit it broke (even one it swallowed)."""
+    reply: Reply | None = None
     with guard(limits) as breach:
-        error = _execute(cell, ns)
-    problem = breach.first or error
-    if problem is None:
-        return None
-    if isinstance(problem, GradingLimit):
-        return f"{cell.label()} stopped: {problem}; grading continued"
-    return f"{cell.label()} raised {describe_exception(problem)}; grading continued"
+        try:
+            reply = work()
+        except BaseException as exc:  # noqa: BLE001 -- learner code may raise anything
+            reply = raised(exc)
+    if breach.first is not None or reply is None:
+        limit = "time" if isinstance(breach.first, TimeLimitExceeded) else "output"
+        return {"outcome": "limit", "limit": limit}
+    return reply
 
 
-def _limited(check: Check, limits: Limits, work: Callable[[], Result]) -> Result:
-    """``work()``'s result, unless it broke a limit -- even one that learner code swallowed."""
-    with guard(limits) as breach:
-        result = work()
-    if breach.first is not None:
-        return Result.of(check, Status.FAILED, str(breach.first))
-    return result
-
-
-def _execute(cell: CodeCell, ns: dict[str, Any]) -> BaseException | None:
-    """Execute a cell's source in the notebook namespace; return what it raised, if anything."""
-    try:
-        exec(compile(cell.source, f"<cell {cell.number}>", "exec"), ns)
-    except BaseException as exc:  # learner code may raise anything, SystemExit included
-        return exc
-    return None
+def raised(exc: BaseException) -> Reply:
+    """What an exception was, as plain data: its type's name, its message, its kind."""
+    kinds = {NotImplementedError: "not_implemented", SystemExit: "system_exit"}
+    kind = next((name for cls, name in kinds.items() if isinstance(exc, cls)), "other")
+    reply = {"outcome": "raised", "type": type_name(exc), "message": safe_str(exc), "kind": kind}
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        reply["code"] = code if code is None or type(code) is int else safe_str(code)
+    return reply
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -26,7 +26,7 @@ def textbook_logsumexp(x):
     return np.log(np.exp(x).sum(axis=-1))
 
 
-@exercise("relu", points=1)
+@exercise("relu", points=1, remote=True)
 def check_relu(ns):
     got = call(ns, "relu", np.array([-2.0, -0.5, 0.0, 1.5, 3.0]))
     expect_equal(got, np.array([0.0, 0.0, 0.0, 1.5, 3.0]))
@@ -36,7 +36,7 @@ def check_relu(ns):
     expect_dtype(got, np.float32, hint="compute with numpy operations on x, e.g. np.maximum(x, 0)")
 
 
-@exercise("softmax", points=2)
+@exercise("softmax", points=2, remote=True)
 def check_softmax(ns):
     x = np.array([1.0, 2.0, 3.0])
     expect_close(
@@ -62,7 +62,7 @@ def check_softmax(ns):
     expect_close(got, expected, hint="subtract each row's own maximum (axis=-1, keepdims=True)")
 
 
-@exercise("logsumexp", points=2)
+@exercise("logsumexp", points=2, remote=True)
 def check_logsumexp(ns):
     x = np.array([1.0, 2.0, 3.0])
     expect_close(

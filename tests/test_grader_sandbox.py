@@ -1,0 +1,130 @@
+"""Hostile submissions: a grade no submission can forge, a grader no submission can stop.
+
+The fixture notebooks in ``tests/fixtures/grader/hostile/`` belong to the real chapter
+``00_warmup``, whose checks are ``remote`` (they run in the grader's trusted process):
+
+* ``forge_*`` -- the pristine exercise notebook (every exercise a stub) plus an attempt to forge
+  the grade: a fake results file, an ``atexit`` handler or a background thread rewriting it,
+  forged replies written into the grader's pipe, patched numpy comparisons, check objects,
+  ``run_check``, the ``Result`` class or ``sys.modules``, an ``__array__`` that walks its callers'
+  frames for the expected value, ``gc`` searches, reading the grader's ``/proc`` files, and files
+  written into the grader's package. Each must score exactly zero.
+* ``robust_*`` -- the solved notebook with one hostile piece: the ``relu`` exercise blocks,
+  ignores or disarms the timer signal, sleeps in C, or raises ``KeyboardInterrupt`` (relu scores
+  zero, the other exercises their honest 4 points); or an ordinary cell raises an exception whose
+  ``__str__`` raises, calls ``exit()`` or ``os.abort()``, leaves threads and children behind, or
+  looks for the grader's environment (they cost nothing: 5 points).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from grader.chapters import default_checks_dir
+from grader.limits import Limits
+from grader.notebook import read_code_cells
+from grader.outcome import NotebookReport, Status
+from grader.runner import grade_notebook
+
+HOSTILE = Path(__file__).parent / "fixtures" / "grader" / "hostile"
+#: Short exercise limits keep the hanging cases quick; the notebook limit leaves room for them.
+LIMITS = Limits(exercise_seconds=3, notebook_seconds=120)
+AS_ROOT = os.geteuid() == 0  # then the worker runs as `nobody`, and cannot read the grader
+
+FORGERIES = sorted(path.stem for path in HOSTILE.glob("forge_*.ipynb"))
+ROOT_ONLY = {"forge_proc_parent", "forge_grader_files"}  # without a user of its own, only the
+# container keeps these apart (the README's threat model says so)
+
+TIMED_OUT = f"timed out after {LIMITS.exercise_seconds:g} s"
+RELU_BROKEN = {
+    "robust_sigalrm_blocked": TIMED_OUT,
+    "robust_sigalrm_ignored": TIMED_OUT,
+    "robust_timer_disarmed": TIMED_OUT,
+    "robust_c_sleep": TIMED_OUT,
+    "robust_keyboard_interrupt": "relu(np.array([-2.0, -0.5, 0.0, 1.5, 3.0])) raised "
+    "KeyboardInterrupt",
+}
+HARMLESS_CELLS = {
+    "robust_bad_str": "raised Unprintable: <Unprintable: str() failed>; grading continued",
+    "robust_exit": "raised SystemExit: None; grading continued",
+    "robust_abort": "stopped: the notebook process died (killed by SIGABRT); the grader "
+    "restarted the notebook without it and continued",
+    "robust_threads_and_children": None,
+    "robust_environment": None,
+}
+
+
+def grade(name: str) -> NotebookReport:
+    return grade_notebook(HOSTILE / f"{name}.ipynb", "00_warmup", default_checks_dir(), LIMITS)
+
+
+def scores(report: NotebookReport) -> dict[str, float]:
+    return {result.name: result.points for result in report.results}
+
+
+def processes_running(*arguments: str) -> list[int]:
+    """Pids of processes whose command line is exactly ``arguments``."""
+    wanted = "\0".join(arguments).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if (entry / "cmdline").read_bytes() == wanted:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("name", FORGERIES)
+def test_a_forged_grade_scores_zero(name):
+    if name in ROOT_ONLY and not AS_ROOT:
+        pytest.skip("the worker runs as the grader's own user: only a container separates them")
+    report = grade(name)
+    assert scores(report) == {"relu": 0, "softmax": 0, "logsumexp": 0}, report.results
+    assert (report.score, report.max_score) == (0, 5)
+    assert all(result.max_points in (1, 2) for result in report.results)
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="the worker has no user of its own to drop to")
+def test_files_written_into_the_grader_do_not_land():
+    grade("forge_grader_files")
+    package = Path(default_checks_dir()).parents[1] / "grader"
+    for folder in (package, default_checks_dir()):
+        assert not (folder / "zz_tampered.py").exists()
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="the worker has no user of its own to drop to")
+def test_the_grader_process_is_not_readable_from_the_worker():
+    relu = next(r for r in grade("forge_proc_parent").results if r.name == "relu")
+    assert "raised PermissionError" in relu.message
+
+
+@pytest.mark.parametrize("name", RELU_BROKEN)
+def test_a_hostile_exercise_costs_only_itself(name):
+    report = grade(name)
+    relu = report.results[0]
+    assert (relu.name, relu.status, relu.points) == ("relu", Status.FAILED, 0)
+    assert RELU_BROKEN[name] in relu.message
+    assert scores(report) == {"relu": 0, "softmax": 2, "logsumexp": 2}, report.results
+    assert report.error is None
+
+
+@pytest.mark.parametrize("name", HARMLESS_CELLS)
+def test_a_hostile_ordinary_cell_costs_nothing(name, monkeypatch):
+    monkeypatch.setenv("MINIJAX_GRADER_TEST_SECRET", "the grader's own")
+    report = grade(name)
+    assert scores(report) == {"relu": 1, "softmax": 2, "logsumexp": 2}, report.results
+    assert report.error is None
+    expected = HARMLESS_CELLS[name]
+    hostile = next(cell for cell in read_code_cells(HOSTILE / f"{name}.ipynb") if cell.number == 3)
+    assert report.notes == ([] if expected is None else [f"{hostile.label()} {expected}"])
+
+
+def test_no_thread_or_child_outlives_the_grading():
+    grade("robust_threads_and_children")
+    assert processes_running("sleep", "31337") == []
+    assert processes_running("sleep", "31338") == []
+
