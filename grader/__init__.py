@@ -11,9 +11,14 @@ In a notebook: ``from grader import checker; check = checker("00_warmup")``, the
 * :mod:`grader.outcome` -- results and their messages;
 * :mod:`grader.inline` -- ``check()`` inside a notebook;
 * :mod:`grader.limits` -- time and output limits for learner code;
-* :mod:`grader.worker` -- runs one notebook in a child process;
-* :mod:`grader.runner` -- starts that process and collects its results;
+* :mod:`grader.plain` -- the plain data that alone crosses between worker and grader;
+* :mod:`grader.channel` -- the pipe they cross, with deadlines;
+* :mod:`grader.worker` -- the untrusted process that runs one notebook;
+* :mod:`grader.session` -- starting that process confined, asking it, killing it;
+* :mod:`grader.remote` -- the notebook's functions as a check in the grader calls them;
+* :mod:`grader.runner` -- the trusted side: runs the cells there, the checks here, decides scores;
 * :mod:`grader.report` -- score tables, JSON, Gradescope and CSV output;
+* :mod:`grader.gradescope` -- the Gradescope autograder bundle, and running inside it;
 * :mod:`grader.cli` -- the command line.
 """
 

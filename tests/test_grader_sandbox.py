@@ -10,7 +10,8 @@ The fixture notebooks in ``tests/fixtures/grader/hostile/`` belong to the real c
   frames for the expected value, ``gc`` searches, reading the grader's ``/proc`` files, and files
   written into the grader's package. Each must score exactly zero.
 * ``robust_*`` -- the solved notebook with one hostile piece: the ``relu`` exercise blocks,
-  ignores or disarms the timer signal, sleeps in C, or raises ``KeyboardInterrupt`` (relu scores
+  ignores or disarms the timer signal, sleeps in C, raises ``KeyboardInterrupt``, or writes
+  garbage into the grader's pipe (relu scores
   zero, the other exercises their honest 4 points); or an ordinary cell raises an exception whose
   ``__str__`` raises, calls ``exit()`` or ``os.abort()``, leaves threads and children behind, or
   looks for the grader's environment (they cost nothing: 5 points).
@@ -18,15 +19,22 @@ The fixture notebooks in ``tests/fixtures/grader/hostile/`` belong to the real c
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import struct
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from grader.channel import Channel, Deadline
 from grader.chapters import default_checks_dir
 from grader.limits import Limits
 from grader.notebook import read_code_cells
 from grader.outcome import NotebookReport, Status
+from grader.plain import Opaque, ProtocolError, decode, encode
 from grader.runner import grade_notebook
 
 HOSTILE = Path(__file__).parent / "fixtures" / "grader" / "hostile"
@@ -46,6 +54,8 @@ RELU_BROKEN = {
     "robust_c_sleep": TIMED_OUT,
     "robust_keyboard_interrupt": "relu(np.array([-2.0, -0.5, 0.0, 1.5, 3.0])) raised "
     "KeyboardInterrupt",
+    "robust_garbage_on_the_pipe": "the notebook process sent something that is not plain data "
+    "(a message of 4294967295 bytes is too long)",
 }
 HARMLESS_CELLS = {
     "robust_bad_str": "raised Unprintable: <Unprintable: str() failed>; grading continued",
@@ -128,3 +138,105 @@ def test_no_thread_or_child_outlives_the_grading():
     assert processes_running("sleep", "31337") == []
     assert processes_running("sleep", "31338") == []
 
+
+
+# --- the trouble fixture, with its checks run remotely (in the grader) -------------------------
+
+
+def test_remote_checks_give_the_same_verdicts_as_checks_beside_the_notebook(tmp_path):
+    from test_grader import CHECKS, FAST, TROUBLE
+
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    source = (CHECKS / "ch99_fixture.py").read_text()
+    remote = re.sub(r"@exercise\(([^)]*)\)", r"@exercise(\1, remote=True)", source)
+    assert remote.count("remote=True") == 10
+    (checks / "ch99_fixture.py").write_text(remote)
+    notebook = CHECKS.parent / "99_fixture_trouble.ipynb"
+    report = grade_notebook(notebook, "99_fixture", checks, FAST)
+    results = {result.name: result for result in report.results}
+    for name, message in TROUBLE.items():
+        assert (results[name].status, results[name].points) == (Status.FAILED, 0), name
+        assert message in results[name].message, name
+    assert (results["greeting"].status, report.score, report.error) == (Status.PASSED, 2, None)
+
+
+# --- plain data: what the grader accepts from the worker ---------------------------------------
+
+
+class Sneaky:
+    def __eq__(self, other):
+        return True
+
+    def __repr__(self):
+        return "Sneaky()"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, 3, 2.5, float("nan"), float("-inf"), 1 + 2j, "text", [1, [2.0]], (1, "a"),
+     {"k": (1, 2)}, np.float32(1.5), np.int8(-3), np.array([[1.0, 2.0]]), np.zeros(0, bool),
+     np.arange(6, dtype=np.uint16).reshape(2, 3)],
+)
+def test_plain_values_survive_the_round_trip_with_their_types(value):
+    back = decode(json.loads(json.dumps(encode(value))))
+    assert type(back) is type(value)
+    if isinstance(value, np.ndarray):
+        assert back.dtype == value.dtype and np.array_equal(back, value)
+    elif isinstance(value, float) and np.isnan(value):
+        assert np.isnan(back)
+    else:
+        assert back == value
+
+
+def test_anything_else_arrives_opaque_and_equal_to_nothing():
+    class Subclassed(np.ndarray):
+        pass
+
+    for value in (Sneaky(), np.array(["a"]), np.array([Sneaky()], dtype=object)):
+        back = decode(encode(value))
+        assert isinstance(back, Opaque) and back != back.text
+    sub = decode(encode(np.arange(3.0).view(Subclassed)))
+    assert type(sub) is np.ndarray  # the numbers of an ndarray subclass, as a plain ndarray
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"$": "ndarray", "dtype": "|O", "shape": [1], "data": ""},  # object arrays: no
+        {"$": "ndarray", "dtype": "<f8", "shape": [2], "data": "AAAAAAAAAAA="},  # 8 bytes, not 16
+        {"$": "ndarray", "dtype": "<f8", "shape": [-1], "data": ""},
+        {"$": "ndarray", "dtype": [["a", "<f8"]], "shape": [], "data": ""},
+        {"$": "scalar", "dtype": "<U1", "data": "YQAAAA=="},
+        {"$": "float", "text": "1e308"},
+        {"$": "dict", "items": [[[1], 2]]},  # an unhashable key
+        {"$": "complex", "re": "1", "im": 0},
+        {"$": "pickle", "data": ""},
+        {"no tag": 1},
+        "x" * 20_000,
+    ],
+)
+def test_malformed_data_is_refused(data):
+    with pytest.raises(ProtocolError):
+        decode(data)
+
+
+def test_a_malformed_or_huge_message_is_refused(tmp_path):
+    read_fd, write_fd = os.pipe()
+    channel = Channel(read_fd, write_fd)
+    try:
+        os.write(write_fd, struct.pack(">I", 5) + b"[1,2]")
+        with pytest.raises(ProtocolError, match="must be a JSON object"):
+            channel.receive(time.monotonic() + 5)
+        os.write(write_fd, struct.pack(">I", 3) + b"{{{")
+        with pytest.raises(ProtocolError, match="not JSON"):
+            channel.receive(time.monotonic() + 5)
+        os.write(write_fd, struct.pack(">I", 2**31))
+        with pytest.raises(ProtocolError, match="too long"):
+            channel.receive(time.monotonic() + 5)
+        os.write(write_fd, struct.pack(">I", 10) + b"{}")  # cut short: waits, then gives up
+        with pytest.raises(Deadline):
+            channel.receive(time.monotonic() + 0.2)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
