@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No test may depend on the machine's speed: Hypothesis's default deadline (200 ms for each
+# example) fails a property test on a slow or busy machine, so examples may take their time.
+settings.register_profile("course", deadline=None)
+settings.load_profile("course")
 
 
 def pytest_configure(config: pytest.Config) -> None:
