@@ -197,8 +197,8 @@ def test_every_internal_link_and_image_resolves(site):
 def test_pages_load_nothing_from_the_network(site):
     remote = [f"{page.relative_to(site)}: <{tag}> {url}" for page in html_pages(site)
               for tag, url in parsed(page).links
-              if tag in ("script", "img", "link", "iframe") and urlsplit(url).scheme
-              in ("http", "https") or url.startswith("//")]
+              if tag in ("script", "img", "link", "iframe")
+              and (urlsplit(url).scheme in ("http", "https") or url.startswith("//"))]
     assert remote == []
 
 
@@ -231,6 +231,8 @@ def test_chapter_pages_link_their_exercises_and_engine_modules(site):
         hrefs = {url for _, url in parsed(site / f"{page.docname}.html").links}
         if page.exercises is not None:
             assert f"{page.exercises.docname}.html" in hrefs, page.docname
+            back = {url for _, url in parsed(site / f"{page.exercises.docname}.html").links}
+            assert f"../{page.docname}.html" in back, page.exercises.docname
         for module in page.modules:
             assert f"{book_site.module_docname(module)}.html" in hrefs, (page.docname, module)
 

@@ -131,13 +131,16 @@ def chapter_box(page: Page) -> str:
     return "\n".join(lines)
 
 
-def exercise_box(page: Page) -> str:
+def exercise_box(chapter: Page) -> str:
+    """The note under an exercise page's title: what it is, its chapter, how to work on it."""
+    page = chapter.exercises
+    link = relative_link(page.docname, chapter.docname, ".ipynb")
     return "\n".join([
-        "```{note}", "This page shows the exercise notebook as learners receive it: each "
-        "exercise is a stub that raises `NotImplementedError`, and the solutions are not part "
-        "of this site. To work on it, clone the course, run `python3 tools/course.py lab` and "
-        f"open `{page.notebook.relative_to(ROOT).as_posix()}`; `check(\"name\")` in the "
-        "notebook grades one exercise.", "```"])
+        "```{note}", f"The exercises of [{chapter.title}]({link}), as learners receive them: "
+        "each exercise is a stub that raises `NotImplementedError`, and the solutions are not "
+        "part of this site. To work on them, clone the course, run "
+        f"`python3 tools/course.py lab` and open `{page.notebook.relative_to(ROOT).as_posix()}`;"
+        " `check(\"name\")` in the notebook grades one exercise.", "```"])
 
 
 def check_is_stub(page: Page) -> None:
@@ -265,7 +268,7 @@ def stage(pages: list[Page], src: Path) -> None:
         write_notebook(page, src, chapter_box(page))
         if page.exercises is not None:
             check_is_stub(page.exercises)
-            write_notebook(page.exercises, src, exercise_box(page.exercises))
+            write_notebook(page.exercises, src, exercise_box(page))
     order = reading_order(pages)
     by_notebook = {p.notebook: p for p in order}
     # The welcome page lists the chapters' topics; a term "introduced" there is introduced
