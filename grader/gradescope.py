@@ -59,6 +59,7 @@ set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
 cd "$ROOT/source"
+chmod 700 exercises/checks  # the grader reads the checks; its worker, run as nobody, cannot
 export PYTHONPATH="$ROOT/source"
 exec "$PYTHON" -m grader gradescope "$ROOT"
 """

@@ -15,7 +15,9 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -74,6 +76,16 @@ def bundle(tmp_path_factory) -> Path:
     return build(tmp_path_factory.mktemp("bundle"))
 
 
+@pytest.fixture
+def root() -> Iterator[Path]:
+    """A folder to play /autograder, readable by all like Gradescope's (pytest's own temporary
+    folders are private to their user, and the worker may run as another)."""
+    folder = Path(tempfile.mkdtemp(prefix="autograder-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
 def test_the_bundle_holds_what_gradescope_needs(bundle):
     with zipfile.ZipFile(bundle) as archive:
         infos = {info.filename: info for info in archive.infolist()}
@@ -90,8 +102,8 @@ def test_the_bundle_holds_what_gradescope_needs(bundle):
     assert not any(line.startswith("jupyterlab") for line in requirements)
 
 
-def test_a_solved_submission_scores_full_marks(bundle, tmp_path):
-    results = gradescope_run(bundle, SOLVED, tmp_path)
+def test_a_solved_submission_scores_full_marks(bundle, root):
+    results = gradescope_run(bundle, SOLVED, root)
     assert results["score"] == 5
     assert [test["status"] for test in results["tests"]] == ["passed"] * 3
     assert sum(test["max_score"] for test in results["tests"]) == 5
@@ -100,35 +112,53 @@ def test_a_solved_submission_scores_full_marks(bundle, tmp_path):
     assert {test["visibility"] for test in results["tests"]} == {"visible"}
 
 
-def test_a_pristine_submission_scores_zero(bundle, tmp_path):
-    results = gradescope_run(bundle, PRISTINE, tmp_path)
+def test_a_pristine_submission_scores_zero(bundle, root):
+    results = gradescope_run(bundle, PRISTINE, root)
     assert results["score"] == 0
     assert all("not attempted" in test["output"] for test in results["tests"])
 
 
-def test_hints_are_hidden_from_students_by_default(bundle, tmp_path):
-    results = gradescope_run(bundle, naive_softmax(tmp_path), tmp_path / "root")
+def test_hints_are_hidden_from_students_by_default(bundle, tmp_path, root):
+    results = gradescope_run(bundle, naive_softmax(tmp_path), root)
     softmax = next(test for test in results["tests"] if test["name"] == "softmax")
     assert results["score"] == 3 and softmax["score"] == 0
     assert "softmax(np.array([1000.0, 1001.0])) returned" in softmax["output"]
     assert "hint" not in softmax["output"] and OVERFLOW_HINT not in softmax["output"]
 
 
-def test_the_instructor_may_show_hints_and_choose_the_visibility(tmp_path):
+def test_the_instructor_may_show_hints_and_choose_the_visibility(tmp_path, root):
     bundle = build(tmp_path, "--show-hints", "--visibility", "after_due_date")
-    results = gradescope_run(bundle, naive_softmax(tmp_path), tmp_path / "root")
+    results = gradescope_run(bundle, naive_softmax(tmp_path), root)
     softmax = next(test for test in results["tests"] if test["name"] == "softmax")
     assert OVERFLOW_HINT in softmax["output"]
     assert results["visibility"] == "after_due_date"
     assert {test["visibility"] for test in results["tests"]} == {"after_due_date"}
 
 
-def test_a_missing_or_corrupt_submission_still_gets_results(bundle, tmp_path):
+def test_a_missing_or_corrupt_submission_still_gets_results(bundle, tmp_path, root):
     corrupt = tmp_path / "00_warmup.ipynb"
     corrupt.write_text("{ not a notebook", encoding="utf-8")
-    results = gradescope_run(bundle, corrupt, tmp_path / "root")
+    results = gradescope_run(bundle, corrupt, root)
     assert results["score"] == 0
     assert "cannot read 00_warmup.ipynb as a notebook" in results["output"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the worker runs as nobody only when graded as root")
+def test_the_submission_cannot_read_the_checks(bundle, tmp_path, root):
+    nb = nbformat.read(SOLVED, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("exercise", {}).get("name") == "relu")
+    cell.source = (
+        "import pathlib\n\nimport grader\n\n"
+        "CHECKS = pathlib.Path(grader.__file__).parents[1] / 'exercises' / 'checks'\n\n\n"
+        "def relu(x):\n"
+        "    (CHECKS / 'ch00_warmup.py').read_text()\n"
+        "    return np.maximum(x, 0)"
+    )
+    nbformat.write(nb, tmp_path / "00_warmup.ipynb")
+    results = gradescope_run(bundle, tmp_path / "00_warmup.ipynb", root)
+    relu = next(test for test in results["tests"] if test["name"] == "relu")
+    assert "raised PermissionError" in relu["output"]
+    assert results["score"] == 4
 
 
 def test_gradescope_json_strips_only_the_hint():
