@@ -25,6 +25,7 @@ import minijax.numpy as jnp
 from minijax import lax
 from minijax.compiler import eager_loops, lowering, numpy_backend
 from minijax.compiler import jit as jit_module
+from minijax.compiler.stablehlo import walk_ops
 from tests.oracle import tolerances
 
 SHAPE = (4, 4)
@@ -271,3 +272,17 @@ def test_eager_loops_with_side_effects_are_interpreted(capsys: pytest.CaptureFix
     minijax.block_until_ready(jnp.ones(1))
     assert capsys.readouterr().out == "step 0\nstep 1\nstep 2\n"
     assert len(eager_loops._programs) == before
+
+
+def test_loop_carries_that_never_change_or_copy_another_are_dropped() -> None:
+    def f(x):
+        body = lambda c: (c[0] + 1, c[1] * 2.0, c[2] * 2.0, c[3])
+        return lax.while_loop(lambda c: c[0] < 3, body, (0, x, x, x))
+
+    x = np.array([1.0, -0.0, 3.0], np.float32)
+    closed = minijax.make_jaxpr(f)(x)
+    module, _ = lowering.lower_to_module(closed, module_name="jit_f")
+    loops = [op for op in walk_ops(numpy_backend.compile_module(module).module.funcs[0].body)
+             if op.name == "stablehlo.while"]
+    assert [len(op.operands) for op in loops] == [2]  # the counter and one doubled x
+    check(f, (jnp.asarray(x),))

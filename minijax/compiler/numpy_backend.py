@@ -510,6 +510,7 @@ class _FunctionWriter:
         self.splats: dict[Value, np.ndarray] = {}  # constants with all elements equal
         self.uses = passes.use_counts(func.body)
         self.fresh: list[set[Value]] = []  # per open block: results in buffers of their own
+        self.clamps: list[dict[tuple[Value, int], str]] = []  # per open block: clamped starts
         self.in_place: set[Op] = set()  # dynamic_update_slices that may write their operand
         self.python_ints: set[Value] = set()  # loop counters held as Python ints
         self.counting: dict[Op, str] = {}  # the counters' step and test: op -> expression
@@ -571,8 +572,11 @@ class _FunctionWriter:
     def block(self, block: Block, indent: int, returns: Callable[[int, list[Value]], None]
               ) -> None:
         self.fresh.append(set())
+        self.clamps.append({})
         start = len(self.lines)
         dead_after = last_uses(block)
+        if block is self.func.body:  # returning frees them anyway
+            dead_after.pop(len(block.ops) - 2, None)
         for i, op in enumerate(block.ops[:-1]):
             self.op(op, indent)
             self.free(indent, dead_after.get(i, ()))
@@ -580,6 +584,7 @@ class _FunctionWriter:
         if len(self.lines) == start:
             self.emit(indent, "pass")
         self.fresh.pop()
+        self.clamps.pop()
 
     def free(self, indent: int, values: Sequence[Value]) -> None:
         """``del`` the arrays nothing reads any more, so that NumPy can give their memory
@@ -677,8 +682,10 @@ class _FunctionWriter:
                 first = min(max(int(constant), 0), dim - size)
                 parts.append(f"{first}:{first + size}")
                 continue
-            name = f"{self.names[op.results[0]]}_start{d}"
-            self.emit(indent, f"{name} = min(max({self.index(start)}, 0), {dim - size})")
+            name = self.clamps[-1].get((start, dim - size))
+            if name is None:  # once per start and bound in a block
+                name = self.clamps[-1][start, dim - size] = f"{self.names[op.results[0]]}_start{d}"
+                self.emit(indent, f"{name} = min(max({self.index(start)}, 0), {dim - size})")
             parts.append(f"{name}:{name} + {size}")
         return f"[{', '.join(parts)}]"
 

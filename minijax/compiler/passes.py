@@ -11,6 +11,7 @@ them:
 * :func:`simplify_select` -- a select between two constants becomes arithmetic;
 * :func:`fold_transpose_into_dot` -- ``transpose(dot(a, b))`` becomes ``dot(b, a)``;
 * :func:`algebraic_simplification` -- ``x * 1`` is ``x``, and other exact identities;
+* :func:`simplify_loop_carries` -- loop carries that never change, or copy another, go;
 * :func:`common_subexpression_elimination` again, for what the rewrites made equal;
 * :func:`dead_code_elimination` -- drop what no result depends on;
 * :func:`fuse_elementwise` -- group chains of elementwise ops into one ``minijax.fusion``
@@ -694,8 +695,77 @@ def algebraic_simplification(module: Module) -> Module:
     return rewrite(module, _algebraic)
 
 
+def _same_in_body(a: Value, b: Value, equal: tuple[Value, Value], seen: dict) -> bool:
+    """Whether ``a`` and ``b`` (values of a loop body) are equal in every iteration, given
+    that the two block arguments in ``equal`` are."""
+    if a is b or {a, b} == set(equal):
+        return True
+    key = (a, b)
+    if key not in seen:
+        x, y = a.op, b.op
+        seen[key] = (x is not None and y is not None and x.name == y.name and not x.regions
+                     and not y.regions and is_pure(x) and a.index == b.index
+                     and a.type == b.type and len(x.operands) == len(y.operands)
+                     and _freeze(x.attrs) == _freeze(y.attrs)
+                     and all(_same_in_body(u, v, equal, seen)
+                             for u, v in zip(x.operands, y.operands)))
+    return seen[key]
+
+
+def _redundant_carry(op: Op) -> tuple[int, Value | None] | None:
+    """A carry of a ``while`` that need not be one: (k, None) if the body passes it on
+    unchanged (it is its initial value throughout), (k, j) if it always equals carry j."""
+    cond, body = op.regions
+    returned = body.terminator.operands
+    for k, arg in enumerate(body.args):
+        if returned[k] is arg:
+            return k, op.operands[k]
+        for j in range(k):
+            if op.operands[j] is op.operands[k] and _same_in_body(
+                    returned[j], returned[k], (body.args[j], body.args[k]), {}):
+                return k, j
+    return None
+
+
+def _drop_carry(func: Func, op: Op, k: int, value: Value, inner: tuple[Value, Value]) -> None:
+    """Remove carry ``k``: inside, its arguments read ``inner`` (cond's, body's); outside,
+    its result reads ``value``."""
+    cond, body = op.regions
+    _replace_uses(cond, {cond.args[k]: inner[0]})
+    _replace_uses(body, {body.args[k]: inner[1]})
+    _replace_uses(func.body, {op.results[k]: value})
+    for values in (op.operands, op.results, cond.args, body.args, body.terminator.operands):
+        del values[k]
+    for i, r in enumerate(op.results):
+        r.index = i
+
+
+def simplify_loop_carries(module: Module) -> Module:
+    """Drop the carries of ``while`` loops that are not really carried: one the body
+    returns unchanged becomes its initial value, read directly; one that starts like
+    another and is updated like it (``scan``'s partial evaluation saves the same residual
+    twice) becomes that other one. (XLA's while-loop simplifier does the same.)
+
+    Why: every carry is a name packed and unpacked at each iteration, and a carried buffer
+    written twice costs memory and a copy per iteration; once two carries are one, CSE
+    merges the slices the next loop reads from them.
+    """
+    for func in module.funcs:
+        for op in [o for o in walk_ops(func.body) if o.name == "stablehlo.while"]:
+            while len(op.operands) > 1 and (found := _redundant_carry(op)) is not None:
+                k, other = found
+                cond, body = op.regions
+                if isinstance(other, Value):
+                    _drop_carry(func, op, k, other, (other, other))
+                else:
+                    _drop_carry(func, op, k, op.results[other],
+                                (cond.args[other], body.args[other]))
+    return module
+
+
 DEFAULT_PIPELINE: tuple[str, ...] = ("inline_calls", "common_subexpression_elimination",
                                      "constant_folding", "simplify_select",
                                      "fold_transpose_into_dot", "algebraic_simplification",
+                                     "simplify_loop_carries",
                                      "common_subexpression_elimination",
                                      "dead_code_elimination", "fuse_elementwise")

@@ -14,9 +14,11 @@ instead hold the body once, as a jaxpr:
 The carry must keep its type from one iteration to the next; a carry that starts as a
 Python scalar (weakly typed) is first given the type the body returns.
 
-Eagerly, each primitive is a Python loop that evaluates the body jaxpr; the body's
+The eager rules below are Python loops that evaluate the body jaxpr; the body's
 operations are dispatched asynchronously as usual, but ``while`` waits for its
-predicate at every iteration.
+predicate at every iteration. They are the reference: outside this teaching core,
+``minijax.compiler.eager_loops`` runs eager loops as one compiled program instead (as
+JAX does), falling back on them for bodies with side effects.
 """
 
 from __future__ import annotations
