@@ -22,7 +22,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads BLAS
 
 import time  # noqa: E402
-import tracemalloc  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -36,6 +35,7 @@ from mlp import (  # noqa: E402  (benchmarks/mlp.py, beside this script)
     loss_for,
     numpy_value_and_grad,
 )
+from paired import peak_bytes  # noqa: E402  (benchmarks/paired.py)
 
 
 def median_microseconds(step: Callable[[], Any], repeats: int = 200) -> float:
@@ -47,15 +47,6 @@ def median_microseconds(step: Callable[[], Any], repeats: int = 200) -> float:
         step()
         times.append(time.perf_counter() - start)
     return float(np.median(times)) * 1e6
-
-
-def peak_bytes(step: Callable[[], Any]) -> int:
-    step()
-    tracemalloc.start()
-    step()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak
 
 
 def main() -> None:

@@ -50,13 +50,19 @@ def numpy_value_and_grad(params: tuple, images: np.ndarray, labels: np.ndarray) 
     np.tanh(hidden, out=hidden)
     logits = hidden @ w2
     logits += b2
+    loss, d_logits = numpy_cross_entropy(logits, labels)
+    d_hidden = d_logits @ w2.T
+    d_hidden *= 1 - hidden * hidden
+    return loss, (images.T @ d_hidden, d_hidden.sum(0), hidden.T @ d_logits, d_logits.sum(0))
+
+
+def numpy_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> tuple[Any, np.ndarray]:
+    """Mean softmax cross-entropy of ``logits`` (overwritten) and its gradient by hand."""
     logits -= logits.max(axis=1, keepdims=True)
     exp = np.exp(logits)
     total = exp.sum(axis=1, keepdims=True)
     loss = -np.mean(np.sum((logits - np.log(total)) * labels, axis=1))
     d_logits = exp / total  # softmax minus one-hot, averaged over the batch
     d_logits -= labels
-    d_logits /= len(images)
-    d_hidden = d_logits @ w2.T
-    d_hidden *= 1 - hidden * hidden
-    return loss, (images.T @ d_hidden, d_hidden.sum(0), hidden.T @ d_logits, d_logits.sum(0))
+    d_logits /= len(labels)
+    return loss, d_logits
