@@ -3,8 +3,9 @@
 The worker (untrusted: it runs the learner's code) :func:`encode`\\ s what the learner's functions
 return into JSON-ready data; the grader :func:`decode`\\ s it and trusts nothing else. Decoding
 builds fresh objects of exact built-in types -- ``numpy.ndarray`` (numeric or boolean dtypes
-only), numpy scalars, ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, tuples, lists
-and dicts of those -- so no value that reaches a check can carry a custom ``__eq__``,
+only), numpy scalars, minijax arrays (built by the grader's own minijax from such an ndarray),
+``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, tuples, lists and dicts of
+those -- so no value that reaches a check can carry a custom ``__eq__``,
 ``__array__`` or ``__repr__``. Anything else the learner returned arrives as an :class:`Opaque`:
 its type name and a bounded text, which compares equal to nothing.
 
@@ -14,6 +15,7 @@ Both directions use the same format (the grader encodes the inputs it sends, too
     {"$": "tuple", "items": [...]}                          and "dict" (items: [[key, value]...])
     {"$": "complex", "re": 1.0, "im": 2.0}
     {"$": "ndarray", "dtype": "<f8", "shape": [2], "data": "<base64>"}   and "scalar" (no shape)
+    {"$": "jax", ...}                                       a minijax array, fields as "ndarray"
     {"$": "opaque", "type": "Foo", "text": "Foo(...)"}
 """
 
@@ -67,7 +69,8 @@ def encode(value: Any, depth: int = 0) -> Any:
         data = base64.b64encode(np.ascontiguousarray(array).tobytes()).decode("ascii")
         if isinstance(value, np.generic):
             return {"$": "scalar", "dtype": array.dtype.str, "data": data}
-        return {"$": "ndarray", "dtype": array.dtype.str, "shape": list(array.shape), "data": data}
+        tag = "jax" if _is_minijax_array(value) else "ndarray"
+        return {"$": tag, "dtype": array.dtype.str, "shape": list(array.shape), "data": data}
     return {"$": "opaque", "type": type_name(value), "text": _safe_repr(value)}
 
 
@@ -101,6 +104,10 @@ def decode(data: Any, depth: int = 0) -> Any:
         return complex(_number(decode(data.get("re"))), _number(decode(data.get("im"))))
     if tag in ("ndarray", "scalar"):
         return _decode_array(data, tag)
+    if tag == "jax":
+        import minijax.numpy as jnp  # only chapters that use minijax send its arrays
+
+        return jnp.asarray(_decode_array(data, tag))
     if tag == "opaque":
         return Opaque(_text(_field(data, "type", str))[:100], _text(_field(data, "text", str)))
     raise ProtocolError(f"unknown tag {tag[:20]!r}")
@@ -118,6 +125,12 @@ def _as_numeric_array(value: Any) -> np.ndarray | None:
     if type(array) is not np.ndarray or array.dtype.kind not in "biufc":
         return None
     return array
+
+
+def _is_minijax_array(value: Any) -> bool:
+    """A concrete minijax array (sent as one, so a check can tell it from a numpy array)."""
+    kind = type(value)
+    return kind.__module__ == "minijax.array" and kind.__name__ == "Array"
 
 
 def _decode_array(data: dict[str, Any], tag: str) -> np.ndarray | np.generic:

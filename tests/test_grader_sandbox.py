@@ -189,6 +189,17 @@ def test_plain_values_survive_the_round_trip_with_their_types(value):
         assert back == value
 
 
+def test_minijax_arrays_arrive_as_minijax_arrays():
+    import minijax
+    import minijax.numpy as jnp
+
+    for value in (jnp.array([[1, 2]], dtype=jnp.int32), jnp.float16(1.5)):
+        back = decode(json.loads(json.dumps(encode(value))))
+        assert isinstance(back, minijax.Array)
+        assert (back.dtype, back.shape) == (value.dtype, value.shape)
+        assert np.array_equal(np.asarray(back), np.asarray(value))
+
+
 def test_anything_else_arrives_opaque_and_equal_to_nothing():
     class Subclassed(np.ndarray):
         pass

@@ -39,7 +39,7 @@ def expect_jax_array(got: Returned, hint: str) -> None:
         )
 
 
-@exercise("histogram", points=2)
+@exercise("histogram", points=2, remote=True)
 def check_histogram(ns):
     def counts(values: list[int], n: int) -> np.ndarray:
         values = np.array(values, dtype=np.int64)
@@ -60,7 +60,7 @@ def check_histogram(ns):
         expect_dtype(got, np.int32, hint="start from jnp.zeros(n, dtype=jnp.int32)")
 
 
-@exercise("normalize_rows", points=2)
+@exercise("normalize_rows", points=2, remote=True)
 def check_normalize_rows(ns):
     def unit_rows(x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
@@ -86,7 +86,7 @@ def check_normalize_rows(ns):
         expect_dtype(got, np.float32, hint="stay in float32: do not convert to float64")
 
 
-@exercise("mean_abs_difference", points=2)
+@exercise("mean_abs_difference", points=2, remote=True)
 def check_mean_abs_difference(ns):
     rng = np.random.default_rng(2)
     cases = [
