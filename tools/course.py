@@ -178,7 +178,7 @@ def lab(args: list[str]) -> None:
 
 
 def test(pytest_args: list[str]) -> None:
-    python = ensure_environment("test")
+    python = ensure_environment("test", "book")  # the book's site is tested too
     run(python, "-m", "ruff", "check", ".")
     run(python, "-m", "pytest", "-n", "2", "--dist", "loadfile", *pytest_args)
 
