@@ -25,6 +25,7 @@ import os
 import queue
 import re
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,8 +46,9 @@ class Device:
     The device's worker thread runs the jobs nobody is waiting for. A thread that needs a
     value now (``Array._wait``) does not sleep until the worker gets there: it runs the
     queued jobs itself, in order, up to the one it waits for -- waking another thread
-    costs tens of microseconds, far more than a small job. Whichever thread runs a job
-    holds the device's lock meanwhile, so jobs never overlap and never change order.
+    costs tens of microseconds, far more than a small job. Whichever thread runs jobs
+    does so inside the context ``_runner``, which only one thread at a time can be in: it
+    is the device's lock, so jobs never overlap and never change order.
     """
 
     platform = "cpu"
@@ -55,73 +57,97 @@ class Device:
 
     def __init__(self, id: int) -> None:
         self.id = id
-        self._jobs: collections.deque[tuple] = collections.deque()  # queued, not started
-        self._running = threading.Lock()  # held by the thread that is running jobs
+        # Queued jobs, in order. A job leaves the queue only once it is done: the one at
+        # the head may be running.
+        self._jobs: collections.deque[tuple] = collections.deque()
+        # Jobs run inside this context (see ``run_jobs`` for why a context and not a
+        # lock). It is empty, so jobs see none of the caller's context variables, and
+        # NumPy's warnings are off in it: JAX computes ``1/0`` or ``log(-1)`` without a
+        # word. (Entering it costs far less than ``np.errstate``.)
+        self._runner = contextvars.Context()
+        self._runner.run(np.seterr, all="ignore")
+        # Threads waiting for a value while another thread runs the jobs, each asleep on
+        # its own locked lock. That any are here asks the worker to give way to them.
+        self._sleepers: set[threading.Lock] = set()
         self._wakeup: queue.SimpleQueue = queue.SimpleQueue()  # the idle worker waits here
         self._worker_called = False  # a wake-up call is pending: no need for another
-        self._wanted = False  # a thread waiting for a value wants to run the jobs itself
-        # Where other threads run this device's jobs: an empty context (jobs see none of
-        # the caller's context variables, as on the worker) in which NumPy's warnings are
-        # off (see ``_work``). Entering it costs far less than ``np.errstate``. A context
-        # cannot be entered twice at once; only the thread holding ``_running`` enters it.
-        self._quiet = contextvars.Context()
-        self._quiet.run(np.seterr, all="ignore")
         threading.Thread(target=_work, args=(self,), name=f"minijax-{self}", daemon=True).start()
 
     def enqueue(self, job: tuple) -> None:
         """Queue ``job``, a tuple (primitive, input Arrays, params, output Arrays)."""
         self._jobs.append(job)
-        self._call_worker()
-
-    def _call_worker(self) -> None:
         if not self._worker_called:
             self._worker_called = True
             self._wakeup.put(None)
 
     def run_jobs(self, until: Array | None = None) -> None:
-        """Run queued jobs on this thread, in order: until the array ``until`` is computed,
-        or, without ``until``, until the queue is empty."""
+        """Run queued jobs on this thread, in order, until the array ``until`` is computed
+        (without ``until``: until the queue is empty). While another thread runs them,
+        sleep until it gives way or stops.
+
+        A Ctrl-C (``KeyboardInterrupt``) can land between any two bytecodes of this, so
+        nothing here takes a lock that a ``finally`` must release: an interrupt just after
+        ``acquire`` returns, before the ``try``, would leave the device locked for ever.
+        Jobs run inside the context ``_runner`` instead: Python lets only one thread at a
+        time into a context (``run`` raises ``RuntimeError`` for the others) and takes the
+        thread out again however the function ends. An interrupted job stays at the head
+        of the queue, and the worker runs it again.
+        """
         try:
-            self._run_jobs_until(until)
+            while not self._done(until):
+                try:
+                    self._runner.run(self._run_jobs_until, until)
+                except RuntimeError:  # another thread is in there, running the jobs
+                    self._sleep(until)
         finally:
-            self._wanted = False
-            if self._jobs:  # the worker may have given way to this thread: hand the rest back
-                self._call_worker()
+            self._wake_sleepers()  # they may want to run the jobs now
+            if self._jobs:  # hand the rest to the worker (also if this was interrupted)
+                self._wakeup.put(None)
+
+    def _done(self, until: Array | None) -> bool:
+        return until.is_ready() if until is not None else not self._jobs
 
     def _run_jobs_until(self, until: Array | None) -> None:
-        """Take the lock and run jobs in order until ``until`` is computed (or the queue
-        is empty), asking the worker to give way meanwhile."""
+        """A waiting thread's turn (inside ``_runner``): run jobs until ``until`` is
+        computed. A job leaves the queue once it is done, not before: if this thread is
+        interrupted while running it, it stays at the head, to be run again."""
         jobs = self._jobs
-        while until is None or not until.is_ready():
-            # Raised on every attempt: another waiting thread may have lowered it.
-            self._wanted = True  # asks the worker to give way (see ``_run_jobs_as_worker``)
-            # A timeout rather than waiting for the lock for ever: this thread may hold
-            # another device's lock (running a job that needs a value from here) while
-            # this device's job waits for that device (a deadlock), but then the value it
-            # needs is done meanwhile.
-            if not self._running.acquire(True, _RECHECK_SECONDS):
-                continue
-            try:
-                if not jobs:
-                    return
-                self._quiet.run(_run_jobs_in_order, jobs, until)
-            finally:
-                self._running.release()
+        while jobs and (until is None or not until.is_ready()):
+            _run(*jobs[0])
+            jobs.popleft()
 
     def _run_jobs_as_worker(self) -> None:
-        """The worker's turn: run jobs until the queue is empty, but give way (and go back
-        to sleep) as soon as another thread wants to run them: that thread calls the
-        worker again if it leaves any. Two threads taking turns would cost more than the
-        jobs."""
+        """The worker's turn (inside ``_runner``): run jobs until the queue is empty, but
+        give way as soon as a thread is waiting for a value: it runs the jobs itself,
+        which costs less than two threads taking turns. Nothing interrupts this thread
+        (Python handles signals on the main thread), so whatever a kernel raises, even
+        ``SystemExit``, is the job's failure."""
         jobs = self._jobs
-        while not self._wanted and self._running.acquire(False):
+        while jobs and not self._sleepers:
+            _run(*jobs[0], failures=BaseException)
+            jobs.popleft()
+
+    def _sleep(self, until: Array | None) -> None:
+        """Sleep until the thread running the jobs gives way or stops (either wakes the
+        sleepers), for at most ``_RECHECK_SECONDS``: this thread may be running another
+        device's job that needs a value from here, while this device's job waits for that
+        device (a deadlock), but then the value it needs is done meanwhile."""
+        wake = threading.Lock()
+        wake.acquire()
+        self._sleepers.add(wake)
+        if not self._done(until):
+            wake.acquire(True, _RECHECK_SECONDS)
+        self._sleepers.discard(wake)
+
+    def _wake_sleepers(self) -> None:
+        """Wake the threads asleep in ``_sleep``. A thread that left without taking its
+        lock out of ``_sleepers`` (interrupted) is taken out here."""
+        while self._sleepers:
             try:
-                if not jobs:
-                    return
-                while jobs and not self._wanted:
-                    _run(*jobs.popleft())
-            finally:
-                self._running.release()
+                wake = self._sleepers.pop()
+            except KeyError:  # another thread took the last one meanwhile
+                return
+            wake.release()
 
     def synchronize(self) -> None:
         """Return once every job queued so far on this device has finished."""
@@ -135,24 +161,29 @@ class Device:
 
 
 _RECHECK_SECONDS = 0.005
-
-
-def _run_jobs_in_order(jobs: collections.deque, until: Array | None) -> None:
-    """The waiting thread's loop (the worker's, in ``_run_jobs_as_worker``, stops on
-    another condition); a function of its own so that ``Context.run`` can call it."""
-    while jobs and (until is None or not until.is_ready()):
-        _run(*jobs.popleft())
+_WORKER_CHECK_SECONDS = 0.1
 
 
 def _work(device: Device) -> None:
-    """A device's worker thread: sleep until jobs are queued, then run them all. NumPy's
-    warnings are off on this thread (and wherever jobs run): JAX computes ``1/0`` or
-    ``log(-1)`` without a word."""
-    np.seterr(all="ignore")
+    """A device's worker thread: sleep until called, then run the queued jobs, unless
+    another thread is running them (that thread calls the worker again if it leaves
+    any). It also looks every ``_WORKER_CHECK_SECONDS`` without being called: a thread
+    interrupted at the wrong moment may have left jobs queued without calling it."""
     while True:
-        device._wakeup.get()
+        try:
+            device._wakeup.get(timeout=_WORKER_CHECK_SECONDS)
+        except queue.Empty:
+            pass
         device._worker_called = False
-        device._run_jobs_as_worker()
+        if not device._jobs:
+            continue
+        try:
+            device._runner.run(device._run_jobs_as_worker)
+        except RuntimeError:  # a waiting thread is running the jobs
+            pass
+        if device._sleepers:  # the worker gave way to them: wake them, and let them in
+            device._wake_sleepers()  # before it looks again (they call it when they leave)
+            time.sleep(_RECHECK_SECONDS)
 
 
 def _input_values(args: Sequence[Array]) -> list[np.ndarray]:
@@ -170,11 +201,16 @@ def _input_values(args: Sequence[Array]) -> list[np.ndarray]:
     return values
 
 
-def _run(primitive: Primitive, args: Sequence[Array], params: dict, outs: list[Array]) -> None:
-    """Compute one primitive with its NumPy kernel and fill in the output arrays.
+def _run(primitive: Primitive, args: Sequence[Array], params: dict, outs: list[Array],
+         failures: type[BaseException] = Exception) -> None:
+    """Compute one job's primitive with its NumPy kernel and fill in the output arrays.
 
-    This runs once per eager operation, so it is kept lean: the kernel's result is
-    checked against the promised type with cheap identity tests first.
+    A kernel's exception is the job's failure: it is kept in the outputs and raised to
+    whoever waits for them. ``KeyboardInterrupt`` and ``SystemExit`` are not failures
+    (not ``Exception``s) but interrupt the thread running the job; they go through, and
+    the job stays queued (see ``Device.run_jobs``). This runs once per eager operation,
+    so it is kept lean: the kernel's result is checked against the promised type with
+    cheap identity tests first.
     """
     try:
         result = primitive.impl(*_input_values(args), **params)
@@ -186,7 +222,7 @@ def _run(primitive: Primitive, args: Sequence[Array], params: dict, outs: list[A
                              f"results for {len(outs)} outputs")
         for out, value in zip(outs, result):
             out._value = _as_promised(primitive, value, out.aval)
-    except BaseException as e:  # noqa: BLE001 - any failure belongs to the outputs
+    except failures as e:
         for out in outs:
             out._error = e
 
