@@ -11,11 +11,13 @@ value. The tests inject one in two ways:
 * ``SIGALRM`` (``signal.setitimer``), whose handler raises it, at seeded random times, a
   few hundred times: where Python really delivers a Ctrl-C.
 
-After each trial the wait has either finished or raised the injected exception, and
-then: the jobs left queued are finished without anyone waiting (none was lost), waiting
-again gives every array its right value (or the error of the job that really failed),
-new work runs, and the device is idle (no job queued, no thread asleep on it, no thread
-inside its runner context, which is its lock). The same for ``SystemExit``.
+The waits run the queued jobs themselves, or find the worker running them, or run a job
+of one device that waits for another device. After each trial the wait has either
+finished or raised the injected exception, and then: the jobs left queued are finished
+without anyone waiting (none was lost), waiting again gives every array its right value
+(or the error of the job that really failed), new work runs, and every device is idle
+(no job queued, no thread asleep on it, no thread inside its runner context, which is
+its lock). The same for ``SystemExit``, and for kernels that raise either themselves.
 
 No assertion is about time: timeouts are hang guards only.
 """
@@ -25,8 +27,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import os
 import random
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -92,10 +96,13 @@ class Work:
         return [a for a, _ in self.expected] + self.failed
 
 
-def queue_work(x: minijax.Array | None = None, size: int = 4) -> Work:
+def queue_work(x: minijax.Array | None = None, host: np.ndarray | None = None,
+               size: int = 4) -> Work:
     """Queue eager operations, a jitted program (two outputs, one job), a Python kernel,
-    a failing job and one that depends on it."""
-    host = np.arange(size, dtype=np.float32)
+    a failing job and one that depends on it, all computed from ``x`` (whose value will
+    be ``host``; by default ``arange(size)``)."""
+    if host is None:
+        host = np.arange(size, dtype=np.float32)
     if x is None:
         x = minijax.device_put(host)
     a = x * 2.0
@@ -141,7 +148,6 @@ def device_is_idle(device: runtime.Device) -> bool:
 
 def check_recovered(work: Work) -> None:
     """Everything the module docstring promises after an interrupt."""
-    device = work.x.device
     assert eventually(lambda: all(a.is_ready() for a in work.arrays)), \
         "a queued job was never run (lost, or the device is stuck)"
     for array, value in work.expected:
@@ -153,7 +159,8 @@ def check_recovered(work: Work) -> None:
     new = work.x + 10.0  # new work, computed with nobody waiting for it
     assert eventually(new.is_ready), "the device no longer runs new work"
     np.testing.assert_array_equal(np.asarray(new), np.asarray(work.x) + 10.0)
-    assert eventually(lambda: device_is_idle(device)), "the device is not idle"
+    assert eventually(lambda: all(map(device_is_idle, minijax.devices()))), \
+        "a device is not idle"
 
 
 # ---------------------------------------------------------------------------------------
@@ -305,6 +312,44 @@ def test_an_interrupt_at_every_bytecode_of_a_wait_while_the_worker_runs_the_jobs
     assert inject_everywhere(trial, KeyboardInterrupt) > 200
 
 
+TWO_DEVICES = """
+import sys
+sys.path.insert(0, {tests!r})
+import numpy as np
+import minijax
+import test_interrupts as T
+
+d0, d1 = minijax.devices()
+
+
+def trial(injector):
+    with T.worker_kept_off_the_gil():
+        host = np.arange(4, dtype=np.float32)
+        a = minijax.device_put(host, d0) * 2.0
+        b = minijax.device_put(a, d1)  # a job on d1 that waits for a value from d0
+        work = T.Work(b, [(a, host * 2), (b, host * 2), (b + 1.0, host * 2 + 1)], [])
+        try:
+            with injector.installed():
+                T.wait(work, "np.asarray(last)")
+        finally:
+            T.check_recovered(work)
+
+
+print(T.inject_everywhere(trial, KeyboardInterrupt))
+"""
+
+
+def test_an_interrupt_at_every_bytecode_of_a_wait_across_two_devices():
+    """The waiting thread runs a job of one device that waits for a value of another
+    (it runs that device's jobs too, from inside the first one's runner)."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    script = TWO_DEVICES.format(tests=os.path.dirname(__file__))
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                            text=True, timeout=10 * HANG_GUARD)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) > 100
+
+
 # ---------------------------------------------------------------------------------------
 # Signals at random times
 # ---------------------------------------------------------------------------------------
@@ -343,7 +388,7 @@ class Alarm:
             signal.signal(signal.SIGALRM, previous)
 
 
-SIGNAL_TRIALS = 300
+SIGNAL_TRIALS = 200
 SIZE = 20_000  # the arrays' size: a wait takes some time, but not much
 
 
