@@ -8,6 +8,7 @@ Use it the way you would use JAX::
 """
 
 from minijax import debug, errors, lax, numpy, scipy, test_util, tree_util
+from minijax import nn, random, tree
 from minijax.api import ShapeDtypeStruct, make_jaxpr
 from minijax.array import Array
 from minijax.autodiff import (
@@ -64,8 +65,11 @@ __all__ = [
     "local_device_count",
     "local_devices",
     "make_jaxpr",
+    "nn",
     "numpy",
     "numpy_dtype_promotion",
+    "random",
     "scipy",
+    "tree",
     "tree_util",
 ]

@@ -25,16 +25,19 @@ namedtuples are recognised by their ``_fields``; users add their own types with
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 
 class _NodeKind(NamedTuple):
-    """How to take a node type apart and put it back together."""
+    """How to take a node type apart and put it back together; ``keys(node, aux_data,
+    num_children)``, if given, names each child for key paths (else they are numbered)."""
 
     flatten: Callable[[Any], tuple[Iterable[Any], Any]]
     unflatten: Callable[[Any, tuple[Any, ...]], Any]
+    keys: Callable[[Any, Any, int], list[Any]] | None = None
 
 
 # Dispatch on the exact type: a dict subclass is a leaf unless it is registered itself.
@@ -69,7 +72,8 @@ def register_pytree_node_class(cls: type) -> type:
 def _namedtuple_kind(cls: type) -> _NodeKind:
     """Namedtuples are nodes without registration: every class needs its own unflatten
     (to call the right constructor), so build it once per class."""
-    return _NodeKind(lambda node: (node, None), lambda _, children: cls(*children))
+    return _NodeKind(lambda node: (node, None), lambda _, children: cls(*children),
+                     lambda _, __, ___: [GetAttrKey(field) for field in cls._fields])
 
 
 def _node_kind(tree: Any) -> _NodeKind | None:
@@ -326,18 +330,165 @@ def _find_mismatch(treedef: PyTreeDef, tree: Any) -> tuple[str, str] | None:
     return None
 
 
+# Key paths -----------------------------------------------------------------------------
+# A key path is a tuple of entries, one per node on the way from the root to a leaf, each
+# saying how the child is reached: ``DictKey('w')`` is ``['w']``, ``SequenceKey(0)`` is
+# ``[0]``, ``GetAttrKey('x')`` is ``.x`` (namedtuples, dataclasses), and nodes registered
+# without keys number their children: ``FlattenedIndexKey(0)``.
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    key: Any
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    key: int
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+KeyEntry = DictKey | SequenceKey | GetAttrKey | FlattenedIndexKey
+KeyPath = tuple[KeyEntry, ...]
+
+
+def _simple_key(entry: Any) -> str:
+    for attribute in ("key", "idx", "name"):
+        if hasattr(entry, attribute):
+            return str(getattr(entry, attribute))
+    return str(entry)
+
+
+def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text: ``"['a'][0].x"``, or with ``simple=True`` just the keys joined
+    by ``separator`` (``"a/0/x"`` for ``separator="/"``)."""
+    if simple:
+        return separator.join(_simple_key(k) for k in keys)
+    return separator.join(str(k) for k in keys)
+
+
+def _flatten_with_path(tree: Any, is_leaf, takes_path: bool, path: tuple,
+                       out: list[tuple[KeyPath, Any]]) -> None:
+    if is_leaf is not None and (is_leaf(path, tree) if takes_path else is_leaf(tree)):
+        out.append((path, tree))
+        return
+    kind = _node_kind(tree)
+    if kind is None:
+        out.append((path, tree))
+        return
+    children, data = kind.flatten(tree)
+    children = list(children)
+    for key, child in zip(_key_entries(kind, tree, data, len(children)), children,
+                          strict=True):
+        _flatten_with_path(child, is_leaf, takes_path, (*path, key), out)
+
+
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False
+                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+    """Like :func:`tree_flatten`, but each leaf comes with its key path."""
+    pairs: list[tuple[KeyPath, Any]] = []
+    _flatten_with_path(tree, is_leaf, is_leaf_takes_path, (), pairs)
+    if is_leaf_takes_path:  # the treedef must stop where the paths stopped
+        stopped = {id(leaf) for _, leaf in pairs}
+        return pairs, tree_structure(tree, lambda x: id(x) in stopped)
+    return pairs, tree_structure(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False) -> list[tuple[KeyPath, Any]]:
+    """The ``(key path, leaf)`` pairs of ``tree``."""
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
+                       is_leaf: Callable[..., bool] | None = None,
+                       is_leaf_takes_path: bool = False) -> Any:
+    """Like :func:`tree_map`, but ``f(path, leaf, *others)`` also receives the key path."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = [_flatten_up_to_or_explain(treedef, other, "tree_map_with_path tree")
+              for other in rest]
+    return treedef.unflatten(f(path, leaf, *xs)
+                             for (path, leaf), *xs in zip(pairs, *others, strict=True))
+
+
+def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable[[Any], Any],
+                              unflatten_func: Callable[[Any, tuple[Any, ...]], Any],
+                              flatten_func: Callable[[Any], Any] | None = None) -> None:
+    """Register a node whose ``flatten_with_keys(node)`` returns ``([(key, child), ...],
+    aux_data)``, so that key paths name its children."""
+    def flatten(node: Any) -> tuple[list[Any], Any]:
+        pairs, data = flatten_with_keys(node)
+        return [child for _, child in pairs], data
+
+    def keys(node: Any, data: Any, num_children: int) -> list[Any]:
+        if node is None:  # asked from a treedef (an error message): no instance to ask
+            return [FlattenedIndexKey(i) for i in range(num_children)]
+        return [key for key, _ in flatten_with_keys(node)[0]]
+
+    register_pytree_node(nodetype, flatten_func or flatten, unflatten_func)
+    _registry[nodetype] = _registry[nodetype]._replace(keys=keys)
+
+
+def register_dataclass(nodetype: type, data_fields: Sequence[str] | None = None,
+                       meta_fields: Sequence[str] | None = None,
+                       drop_fields: Sequence[str] = ()) -> type:
+    """Register a dataclass: ``data_fields`` are children (leaves or subtrees),
+    ``meta_fields`` static aux data; by default every field is data unless marked
+    ``field(metadata=dict(static=True))``. Returns the class, so it works as a decorator."""
+    if data_fields is None or meta_fields is None:
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError("register_dataclass: data_fields and meta_fields are required "
+                            f"when {nodetype} is not a dataclass")
+        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+
+    def flatten(node: Any) -> tuple[list[Any], tuple[Any, ...]]:
+        return ([getattr(node, name) for name in data_fields],
+                tuple(getattr(node, name) for name in meta_fields))
+
+    def unflatten(meta: tuple[Any, ...], children: tuple[Any, ...]) -> Any:
+        return nodetype(**dict(zip(meta_fields, meta)), **dict(zip(data_fields, children)))
+
+    register_pytree_node(nodetype, flatten, unflatten)
+    _registry[nodetype] = _registry[nodetype]._replace(
+        keys=lambda _, __, ___: [GetAttrKey(name) for name in data_fields])
+    return nodetype
+
+
 def _child_keys(treedef: PyTreeDef) -> list[str]:
     """How each child is reached from its parent, spelled as Python would index it."""
-    node_type, data = treedef._type, treedef._data
-    if node_type is dict or node_type is collections.OrderedDict:
-        return [f"[{key!r}]" for key in data]
-    if node_type is collections.defaultdict:
-        return [f"[{key!r}]" for key in data[1]]
-    if node_type in (tuple, list):
-        return [f"[{i}]" for i in range(len(treedef._children))]
-    if treedef._kind is _namedtuple_kind(node_type):
-        return [f".{field}" for field in node_type._fields]
-    return [f"[<flat index {i}>]" for i in range(len(treedef._children))]
+    return [str(key) for key in _key_entries(treedef._kind, None, treedef._data,
+                                             len(treedef._children))]
+
+
+def _key_entries(kind: _NodeKind, node: Any, data: Any, num_children: int) -> list[Any]:
+    if kind.keys is not None:
+        return list(kind.keys(node, data, num_children))
+    return [FlattenedIndexKey(i) for i in range(num_children)]
 
 
 def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
@@ -439,21 +590,36 @@ def _flatten_defaultdict(d: collections.defaultdict):
     return [d[key] for key in keys], (d.default_factory, keys)
 
 
-register_pytree_node(tuple, lambda t: (t, None), lambda _, children: children)
-register_pytree_node(list, lambda l: (l, None), lambda _, children: list(children))
-register_pytree_node(
-    dict, _flatten_dict, lambda keys, children: dict(zip(keys, children, strict=True))
-)
+def _register_builtin(nodetype: type, flatten, unflatten, keys=None) -> None:
+    register_pytree_node(nodetype, flatten, unflatten)
+    _registry[nodetype] = _registry[nodetype]._replace(keys=keys)
+
+
+def _sequence_keys(_: Any, __: Any, num_children: int) -> list[SequenceKey]:
+    return [SequenceKey(i) for i in range(num_children)]
+
+
+def _dict_keys(_: Any, keys: Iterable[Any], __: int = 0) -> list[DictKey]:
+    return [DictKey(key) for key in keys]
+
+
+_register_builtin(tuple, lambda t: (t, None), lambda _, children: children, _sequence_keys)
+_register_builtin(list, lambda l: (l, None), lambda _, children: list(children),
+                  _sequence_keys)
+_register_builtin(dict, _flatten_dict,
+                  lambda keys, children: dict(zip(keys, children, strict=True)), _dict_keys)
 register_pytree_node(type(None), lambda _: ((), None), lambda _, __: None)
-register_pytree_node(
+_register_builtin(
     collections.OrderedDict,
     lambda d: (list(d.values()), tuple(d)),
     lambda keys, children: collections.OrderedDict(zip(keys, children, strict=True)),
+    _dict_keys,
 )
-register_pytree_node(
+_register_builtin(
     collections.defaultdict,
     _flatten_defaultdict,
     lambda data, children: collections.defaultdict(data[0], zip(data[1], children, strict=True)),
+    lambda _, data, __: _dict_keys(_, data[1]),
 )
 register_pytree_node(
     Partial,

@@ -332,8 +332,16 @@ def _api(prim: Primitive, doc: str) -> Callable[..., Any]:
 # ---------------------------------------------------------------------------------------
 
 
+def _as_arrays(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Both operands as arrays of the operation's dtype: generated NumPy code may pass a
+    splat constant as a Python scalar (``rem(65536, span)``, ``shift_left(x, 13)``)."""
+    dtype = np.result_type(x, y)
+    return np.asarray(x, dtype), np.asarray(y, dtype)
+
+
 def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Integer division rounds toward zero (C); ``x / 0`` is -1, or all ones if unsigned."""
+    x, y = _as_arrays(x, y)
     if x.dtype.kind not in "iu":
         return np.true_divide(x, y).astype(x.dtype, copy=False)
     safe = np.where(y == 0, 1, y)
@@ -346,6 +354,7 @@ def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _rem(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The remainder takes the sign of the dividend (C's fmod); ``x % 0`` is ``x``."""
+    x, y = _as_arrays(x, y)
     if x.dtype.kind not in "iu":
         return np.fmod(x, y).astype(x.dtype, copy=False)
     safe = np.where(y == 0, 1, y)
@@ -370,6 +379,7 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
 
 
 def _shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = _as_arrays(x, y)
     unsigned = x.dtype.str.replace("i", "u")
     bits = x.dtype.itemsize * 8
     out = np.right_shift(x.view(unsigned), np.clip(y, 0, bits - 1).astype(unsigned))
@@ -377,12 +387,14 @@ def _shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _shift_left(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = _as_arrays(x, y)
     bits = x.dtype.itemsize * 8
     out = np.left_shift(x, np.clip(y, 0, bits - 1).astype(x.dtype))
     return np.where((y < 0) | (y >= bits), 0, out).astype(x.dtype)
 
 
 def _shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = _as_arrays(x, y)
     bits = x.dtype.itemsize * 8
     return np.right_shift(x, np.clip(y, 0, bits - 1).astype(x.dtype))
 
