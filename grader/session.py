@@ -75,7 +75,20 @@ class Session:
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
         self.token = secrets.token_hex(8)
-        self.process = subprocess.Popen(
+        try:
+            self.process = self._spawn(requests_read, replies_write)
+        except (OSError, subprocess.SubprocessError):
+            if self.user is None:
+                raise
+            self.user = None  # this system does not let root become another user: do without
+            _protect_memory()
+            self.process = self._spawn(requests_read, replies_write)
+        os.close(requests_read)
+        os.close(replies_write)
+        self.channel = Channel(replies_read, requests_write)
+
+    def _spawn(self, requests_read: int, replies_write: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             [sys.executable, "-m", "grader.worker", str(requests_read), str(replies_write)],
             cwd=self.folder,
             env=self._environment(),
@@ -86,9 +99,6 @@ class Session:
             start_new_session=True,
             preexec_fn=self._confine,
         )
-        os.close(requests_read)
-        os.close(replies_write)
-        self.channel = Channel(replies_read, requests_write)
 
     def ask(self, request: dict[str, Any], seconds: float) -> dict[str, Any]:
         """Send ``request`` (with the limits the worker applies itself) and return the reply that
@@ -183,6 +193,11 @@ class Session:
             resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 
 
+def worker_has_a_user_of_its_own() -> bool:
+    """Whether workers run as an unprivileged user of their own (the grader runs as root)."""
+    return _unprivileged_user() is not None
+
+
 def _unprivileged_user() -> pwd.struct_passwd | None:
     if os.geteuid() != 0 or not _WORKER_USER:
         return None
@@ -203,9 +218,12 @@ def _copy_data_files(source: Path, target: Path) -> None:
     """The files beside the notebook that it may read by a relative path: not notebooks (in a
     folder of submissions, those are other students'), not folders, nothing huge."""
     for path in source.iterdir():
-        if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb" \
-                and path.stat().st_size <= _MAX_DATA_FILE:
-            shutil.copy2(path, target / path.name)
+        try:
+            if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb" \
+                    and path.stat().st_size <= _MAX_DATA_FILE:
+                shutil.copy2(path, target / path.name)
+        except OSError:  # unreadable, or gone meanwhile: the notebook will not find it either
+            continue
 
 
 def _kill_group(pid: int) -> None:

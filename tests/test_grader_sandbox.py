@@ -10,8 +10,8 @@ The fixture notebooks in ``tests/fixtures/grader/hostile/`` belong to the real c
   frames for the expected value, ``gc`` searches, reading the grader's ``/proc`` files, and files
   written into the grader's package. Each must score exactly zero.
 * ``robust_*`` -- the solved notebook with one hostile piece: the ``relu`` exercise blocks,
-  ignores or disarms the timer signal, sleeps in C, raises ``KeyboardInterrupt``, or writes
-  garbage into the grader's pipe (relu scores
+  ignores or disarms the timer signal, sleeps in C, raises ``KeyboardInterrupt``, allocates
+  16 GB, or writes garbage into the grader's pipe (relu scores
   zero, the other exercises their honest 4 points); or an ordinary cell raises an exception whose
   ``__str__`` raises, calls ``exit()`` or ``os.abort()``, leaves threads and children behind, or
   looks for the grader's environment (they cost nothing: 5 points).
@@ -36,11 +36,12 @@ from grader.notebook import read_code_cells
 from grader.outcome import NotebookReport, Status
 from grader.plain import Opaque, ProtocolError, decode, encode
 from grader.runner import grade_notebook
+from grader.session import worker_has_a_user_of_its_own
 
 HOSTILE = Path(__file__).parent / "fixtures" / "grader" / "hostile"
 #: Short exercise limits keep the hanging cases quick; the notebook limit leaves room for them.
 LIMITS = Limits(exercise_seconds=3, notebook_seconds=120)
-AS_ROOT = os.geteuid() == 0  # then the worker runs as `nobody`, and cannot read the grader
+AS_ROOT = worker_has_a_user_of_its_own()  # as root, the worker runs as `nobody`
 
 FORGERIES = sorted(path.stem for path in HOSTILE.glob("forge_*.ipynb"))
 ROOT_ONLY = {"forge_proc_parent", "forge_grader_files"}  # without a user of its own, only the
@@ -54,6 +55,7 @@ RELU_BROKEN = {
     "robust_c_sleep": TIMED_OUT,
     "robust_keyboard_interrupt": "relu(np.array([-2.0, -0.5, 0.0, 1.5, 3.0])) raised "
     "KeyboardInterrupt",
+    "robust_memory": "raised MemoryError: Unable to allocate 16.0 GiB",
     "robust_garbage_on_the_pipe": "the notebook process sent something that is not plain data "
     "(a message of 4294967295 bytes is too long)",
 }
