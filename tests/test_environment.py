@@ -23,7 +23,7 @@ CONDA_TO_PYPI = {"matplotlib-base": "matplotlib"}
 
 
 def pyproject() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
 def pip_requirements() -> dict[str, SpecifierSet]:
@@ -39,7 +39,7 @@ def pip_requirements() -> dict[str, SpecifierSet]:
 
 
 def conda_requirements() -> dict[str, SpecifierSet]:
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
     specs = {}
     for entry in env["dependencies"]:
         if not isinstance(entry, str) or entry.startswith(("python", "pip")):
@@ -64,7 +64,7 @@ def test_environment_yml_matches_pyproject():
 
 
 def test_environment_yml_installs_the_project():
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
     pip_entries = [e for e in env["dependencies"] if isinstance(e, dict) and "pip" in e]
     assert pip_entries and any("." in line for line in pip_entries[0]["pip"])
 
@@ -73,12 +73,12 @@ def test_one_python_story():
     """The README, pyproject.toml, environment.yml, ruff and tools/course.py agree on the
     oldest supported Python."""
     oldest = re.fullmatch(r">=(3\.\d+)", pyproject()["project"]["requires-python"]).group(1)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"Python {oldest} or newer" in readme
-    conda = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    conda = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))["dependencies"]
     assert f"python>={oldest}" in conda
     assert pyproject()["tool"]["ruff"]["target-version"] == "py" + oldest.replace(".", "")
-    course = (ROOT / "tools" / "course.py").read_text()
+    course = (ROOT / "tools" / "course.py").read_text(encoding="utf-8")
     assert f"MIN_PYTHON = ({oldest.replace('.', ', ')})" in course
 
 
@@ -93,7 +93,7 @@ def test_runtime_dependencies_are_the_documented_few():
 
 
 def readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
     return re.findall(r"^python3 tools/course\.py (\w+)\s*$", text, flags=re.M)
 
 
@@ -102,7 +102,7 @@ def test_readme_has_the_two_setup_commands():
 
 
 def test_ci_runs_the_readme_test_command():
-    script = (ROOT / ".ci" / "run").read_text()
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line for line in script.splitlines() if line and not line.startswith("#")]
     assert "python3 tools/course.py test" in commands
 
