@@ -7,9 +7,8 @@ Use it the way you would use JAX::
     from minijax import lax
 """
 
-from minijax import debug, errors, lax, numpy, scipy, test_util, tree_util
-from minijax import nn, random, tree
-from minijax.api import ShapeDtypeStruct, make_jaxpr
+from minijax import debug, errors, lax, nn, numpy, random, scipy, test_util, tree, tree_util
+from minijax.api import ShapeDtypeStruct, device_get, effects_barrier, make_jaxpr
 from minijax.array import Array
 from minijax.autodiff import (
     grad,
@@ -23,7 +22,7 @@ from minijax.autodiff import (
 )
 from minijax.compiler import eager_loops  # noqa: F401  (eager loops run compiled)
 from minijax.compiler.jit import jit
-from minijax.config import config, numpy_dtype_promotion
+from minijax.flags import config, numpy_dtype_promotion
 from minijax.core import ShapedArray
 from minijax.custom_derivatives import custom_jvp, custom_vjp
 from minijax.runtime import (
@@ -36,7 +35,12 @@ from minijax.runtime import (
     local_devices,
 )
 
-__version__ = "0.1.0"
+jacobian = jacrev  # JAX's alias
+
+# The JAX release whose API, semantics and printed output minijax mirrors: code that checks
+# jax.__version__ to choose an API then takes the branch that minijax implements. (The
+# course package's own version is in pyproject.toml.)
+__version__ = "0.10.2"
 
 __all__ = [
     "Array",
@@ -49,12 +53,15 @@ __all__ = [
     "debug",
     "default_backend",
     "device_count",
+    "device_get",
     "device_put",
     "devices",
+    "effects_barrier",
     "errors",
     "grad",
     "hessian",
     "jacfwd",
+    "jacobian",
     "jacrev",
     "jit",
     "jvp",

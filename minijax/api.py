@@ -16,6 +16,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from minijax.compiler.jit import jit
 from minijax.jaxpr import ClosedJaxpr, Jaxpr
 from minijax.shape_dtype import ShapeDtypeStruct
@@ -56,4 +58,22 @@ def _as_constvars(closed: ClosedJaxpr, tracers: Sequence[Any]) -> ClosedJaxpr:
     return ClosedJaxpr(jaxpr, [*tracers, *closed.consts])
 
 
-__all__ = ["ShapeDtypeStruct", "make_jaxpr"]
+def device_get(x: Any) -> Any:
+    """The pytree ``x`` with every array fetched to the host as a NumPy array (other
+    leaves, such as Python numbers, are left as they are)."""
+    from minijax.array import Array
+    from minijax.tree_util import tree_map
+
+    return tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+
+
+def effects_barrier() -> None:
+    """Wait until everything queued so far (computations and their effects, such as
+    ``debug.print``) has run on every device."""
+    from minijax.runtime import devices
+
+    for device in devices():
+        device.synchronize()
+
+
+__all__ = ["ShapeDtypeStruct", "device_get", "effects_barrier", "make_jaxpr"]

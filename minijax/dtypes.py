@@ -32,7 +32,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from minijax.config import config
+from minijax.flags import config
 
 __all__ = [
     "LATTICE",

@@ -1,5 +1,9 @@
 """Global flags, read and set the way JAX does: ``minijax.config.update(name, value)``.
 
+``minijax.config`` is the :class:`Config` object below, not a module, as ``jax.config`` is
+in JAX 0.10.2: old code's ``from jax.config import config`` fails there with
+``ModuleNotFoundError``, and so it does here (this module is ``minijax.flags``).
+
 Only a handful of flags exist, each one because a chapter needs it:
 
 * ``jax_enable_x64`` -- off by default, as in JAX: 64-bit requests are canonicalised to

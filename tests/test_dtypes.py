@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minijax import dtypes as mdt
-from minijax.config import config
+from minijax import config
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 from minijax import core, tracing
 from minijax import pretty_printer as pp
 from minijax.array import Array
-from minijax.config import config
+from minijax.flags import config
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.jaxpr import (
     ClosedJaxpr,
@@ -511,7 +512,7 @@ def jit(fun: Callable = _NO_FUNCTION, *, static_argnums: int | Sequence[int] | N
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
-        inline: bool = False) -> Any:
+        inline: bool = False, backend: str | None = None) -> Any:
     """Compile ``fun``: trace it once per argument signature and run the compiled program.
 
     ``static_argnums``/``static_argnames`` name arguments that are not traced but passed
@@ -519,8 +520,11 @@ def jit(fun: Callable = _NO_FUNCTION, *, static_argnums: int | Sequence[int] | N
     key). ``donate_argnums``/``donate_argnames`` are accepted and ignored. With
     ``inline=True`` a call inside another trace records ``fun``'s equations directly
     instead of a nested ``jit`` equation. Works as a decorator, with or without options
-    (``@partial(jit, static_argnums=1)``).
+    (``@partial(jit, static_argnums=1)``). ``backend`` is deprecated in JAX and only
+    ``"cpu"`` exists here: accepted with JAX's warning, anything else is JAX's error.
     """
+    if backend is not None:
+        _check_backend(backend)
     options = dict(static_argnums=_as_tuple(static_argnums),
                    static_argnames=_as_tuple(static_argnames),
                    donate_argnums=_as_tuple(donate_argnums),
@@ -530,6 +534,15 @@ def jit(fun: Callable = _NO_FUNCTION, *, static_argnums: int | Sequence[int] | N
         return lambda f: jit(f, **options)
     check_callable(fun)
     return Jitted(fun, **options)
+
+
+def _check_backend(backend: str) -> None:
+    warnings.warn("backend and device argument on jit is deprecated. You can use "
+                  '`jax.device_put(..., jax.local_devices(backend="cpu")[0])` on the inputs '
+                  "to the jitted function to get the same behavior.", DeprecationWarning,
+                  stacklevel=3)
+    if backend != "cpu":
+        raise RuntimeError(f"Unknown backend {backend}. Available backends are ['cpu']")
 
 
 __all__ = ["Jitted", "check_callable", "jit", "jit_p"]

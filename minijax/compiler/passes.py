@@ -10,7 +10,8 @@ them:
 * :func:`constant_folding` -- compute at compile time what depends only on constants;
 * :func:`simplify_select` -- a select between two constants becomes arithmetic;
 * :func:`fold_transpose_into_dot` -- ``transpose(dot(a, b))`` becomes ``dot(b, a)``;
-* :func:`algebraic_simplification` -- ``x * 1`` is ``x``, and other exact identities;
+* :func:`algebraic_simplification` -- ``x * 1`` is ``x``, and other exact identities
+  (and XLA's inexact ``log(exp(x))`` is ``x``);
 * :func:`simplify_loop_carries` -- loop carries that never change, or copy another, go;
 * :func:`common_subexpression_elimination` again, for what the rewrites made equal;
 * :func:`dead_code_elimination` -- drop what no result depends on;
@@ -668,8 +669,25 @@ def _adds_ones(op: Op) -> bool:
             and list(op.attrs["dims"]) == sorted(op.attrs["dims"]))
 
 
+def _log_of_exp(op: Op) -> Value | None:
+    """``log(exp(x))`` is ``x``: not an exact identity (``exp`` overflows to inf above ~88
+    in float32, so the two ops give inf where this gives ``x``), but XLA's algebraic
+    simplifier makes the rewrite, so JAX's ``jit`` gives ``x``. Real floats only, as XLA
+    on the CPU: for complex numbers log(exp(z)) wraps the imaginary part, and bfloat16 is
+    computed through float32 conversions that hide the pattern from XLA."""
+    if op.name != "stablehlo.log" or op.operands[0].op is None:
+        return None
+    inner = op.operands[0].op
+    dtype = op.result.type.dtype
+    if inner.name == "stablehlo.exponential" and dtype.kind == "f":  # (bfloat16 is "V")
+        return inner.operands[0]
+    return None
+
+
 def _algebraic(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
     same = _identity(op)
+    if same is None:
+        same = _log_of_exp(op)
     if same is not None:
         return [], same
     if op.name == "stablehlo.reshape" or (_adds_ones(op) and op.result.type.size > 0):
@@ -686,6 +704,8 @@ def algebraic_simplification(module: Module) -> Module:
     conversion, reshape, transpose or broadcast that changes nothing is dropped; a product
     (max, min, integer sum...) over dimensions of size 1 is a reshape, and a float sum
     the reshape plus its init (which turns a ``-0.0`` into ``0.0``, as the sum does).
+    One rewrite is not exact but is XLA's, so results match JAX's: ``log(exp(x))`` is
+    ``x`` (see :func:`_log_of_exp`).
 
     Why: transformations write such things (a gradient scaled by 1.0, ``keepdims``
     reductions reshaped back and summed again), and each costs a pass over memory and a

@@ -7,6 +7,7 @@ shapes when operands disagree. Each family of primitives lives in its own module
 
 from minijax.lax import linalg  # noqa: F401  (lax.linalg: the matrix decompositions)
 from minijax.lax.control_flow import *  # noqa: F403
+from minijax.lax.convolution import *  # noqa: F403
 from minijax.lax.elementwise import *  # noqa: F403
 from minijax.lax.elementwise import operand  # noqa: F401  (used by jnp; not in jax.lax)
 from minijax.lax.linalg import Precision, dot, dot_general, dot_general_p  # noqa: F401

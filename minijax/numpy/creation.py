@@ -51,6 +51,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     """
     if dtype is not None:
         dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "array")
+    if isinstance(object, range):  # read as the list of its numbers, as JAX does
+        object = list(object)
     if isinstance(object, (Array, Tracer)):
         out = lax.copy_p.bind(object) if copy else object
     elif _contains_arrays(object):

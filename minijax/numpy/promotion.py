@@ -18,7 +18,7 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.array import Array
-from minijax.config import config
+from minijax.flags import config
 from minijax.core import Tracer
 
 _INEXACT = frozenset(np.dtype(t) for t in (dtypes.float16, dtypes.bfloat16, dtypes.float32,
