@@ -22,6 +22,7 @@ reference formula on inputs where it is safe).
 from __future__ import annotations
 
 import contextlib
+import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -158,25 +159,51 @@ class ForbiddenTransformation(Exception):
     """Raised, inside the learner's code, by a function an exercise asks not to use."""
 
 
+#: While :func:`forbidding` is in force: the message of each forbidden function, by its name.
+_REFUSALS: dict[str, str] = {}
+
+
+def refusal(name: str) -> ForbiddenTransformation:
+    """The exception a forbidden function raises (its code, swapped in, calls this)."""
+    return ForbiddenTransformation(_REFUSALS.get(name, f"jax.{name} is not to be used here"))
+
+
+def _refusing_code(name: str) -> types.CodeType:
+    """Code that raises :func:`refusal`, to run in a function of any module: it reaches this
+    module through ``__import__`` (always a builtin), not through its globals."""
+    source = (f"def {name}(*args, **kwargs):\n"
+              f"    raise __import__('grader.checks', fromlist=['refusal']).refusal({name!r})\n")
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    return namespace[name].__code__
+
+
 @contextlib.contextmanager
 def forbidding(module: Any, *names: str, instead: str) -> Iterator[None]:
     """While the block runs, ``module.<name>`` (``jax.grad``, say) raises
-    :class:`ForbiddenTransformation`, with a message that says what to use ``instead``."""
+    :class:`ForbiddenTransformation`, with a message that says what to use ``instead``.
 
-    def refuse(name: str) -> Callable[..., Any]:
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise ForbiddenTransformation(f"this exercise is to be solved without "
-                                          f"jax.{name}: {instead}")
-        return refused
-
+    A plain function's own code is swapped, not just the module's attribute, so that a
+    reference the learner took before (``from minijax import grad``), or an import from the
+    module that defines it, is refused too. Anything else (a closure, a callable object) is
+    replaced in ``module`` only."""
     saved = {name: getattr(module, name) for name in names}
+    codes = {name: function.__code__ for name, function in saved.items()
+             if isinstance(function, types.FunctionType) and not function.__code__.co_freevars}
     try:
-        for name in names:
-            setattr(module, name, refuse(name))
+        for name, function in saved.items():
+            _REFUSALS[name] = f"this exercise is to be solved without jax.{name}: {instead}"
+            if name in codes:
+                function.__code__ = _refusing_code(name)
+            else:
+                setattr(module, name, types.FunctionType(_refusing_code(name), {}))
         yield
     finally:
         for name, function in saved.items():
+            if name in codes:
+                function.__code__ = codes[name]
             setattr(module, name, function)
+            _REFUSALS.pop(name, None)
 
 
 def expect_calls(got: Returned, fun: Shown, expected: int, hint: str | None = None, *,

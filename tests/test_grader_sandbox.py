@@ -253,3 +253,39 @@ def test_a_malformed_or_huge_message_is_refused(tmp_path):
     finally:
         os.close(read_fd)
         os.close(write_fd)
+
+
+# --- the reference piece an exercise replaces ----------------------------------------------
+
+
+def test_a_captured_reference_to_a_forbidden_function_is_refused(tmp_path):
+    # Chapter 05 asks for jacrev built from vjp; calling minijax's own jacrev, even through a
+    # name taken before the check ran, is reported as such.
+    import nbformat
+
+    solved = HOSTILE.parents[2].parent / "solutions" / "05_reverse_mode.ipynb"
+    nb = nbformat.read(solved, as_version=4)
+    cell = next(c for c in nb.cells
+                if c.metadata.get("exercise", {}).get("name") == "jacrev_from_vjp")
+    cell.source = ("from minijax import jacrev as reference\n\n\n"
+                   "def jacrev_from_vjp(f, x):\n    return reference(f)(x)")
+    nbformat.write(nb, tmp_path / "05_reverse_mode.ipynb")
+    report = grade_notebook(tmp_path / "05_reverse_mode.ipynb", "05_reverse_mode",
+                            default_checks_dir(), Limits(exercise_seconds=60))
+    result = next(r for r in report.results if r.name == "jacrev_from_vjp")
+    assert result.points == 0
+    assert "raised ForbiddenTransformation: this exercise is to be solved without jax.jacrev" \
+        in result.message
+    assert report.score == report.max_score - result.max_points  # the others are unaffected
+
+
+def test_forbidding_restores_every_function():
+    import minijax
+    from grader.checks import ForbiddenTransformation, forbidding
+
+    jacrev = minijax.jacrev
+    with forbidding(minijax, "jacrev", instead="use vjp"):
+        with pytest.raises(ForbiddenTransformation, match="without jax.jacrev: use vjp"):
+            jacrev(lambda x: x)
+    assert minijax.jacrev is jacrev
+    assert np.allclose(np.asarray(jacrev(lambda x: 2 * x)(np.float32(1.0))), 2.0)
