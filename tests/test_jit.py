@@ -174,13 +174,15 @@ def test_x64_mode_is_part_of_the_signature():
     expected, got = [], []
     for n, out in ((theirs, expected), (ours, got)):
         f, count = _counting(n.jax.jit, lambda x: x)
-        for x64 in (False, True, False):
-            n.jax.config.update("jax_enable_x64", x64)
-            for call in calls:
-                before = count[0]
-                call(n, f)
-                out.append(count[0] - before)
-        n.jax.config.update("jax_enable_x64", False)
+        try:  # x64 left on would change the tests that run after this one in the process
+            for x64 in (False, True, False):
+                n.jax.config.update("jax_enable_x64", x64)
+                for call in calls:
+                    before = count[0]
+                    call(n, f)
+                    out.append(count[0] - before)
+        finally:
+            n.jax.config.update("jax_enable_x64", False)
     assert got == expected
 
 
