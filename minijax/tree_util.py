@@ -28,7 +28,7 @@ import collections
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 
 class _NodeKind(NamedTuple):
@@ -337,36 +337,37 @@ def _find_mismatch(treedef: PyTreeDef, tree: Any) -> tuple[str, str] | None:
 # without keys number their children: ``FlattenedIndexKey(0)``.
 
 
+class _KeyEntryBase:
+    """Printed as Python would spell the step: ``_TEMPLATE`` filled with the one field."""
+
+    _TEMPLATE: ClassVar[str]
+
+    def __str__(self) -> str:
+        return self._TEMPLATE.format(*dataclasses.astuple(self))
+
+
 @dataclasses.dataclass(frozen=True)
-class DictKey:
+class DictKey(_KeyEntryBase):
     key: Any
-
-    def __str__(self) -> str:
-        return f"[{self.key!r}]"
+    _TEMPLATE: ClassVar[str] = "[{!r}]"
 
 
 @dataclasses.dataclass(frozen=True)
-class SequenceKey:
+class SequenceKey(_KeyEntryBase):
     idx: int
-
-    def __str__(self) -> str:
-        return f"[{self.idx}]"
+    _TEMPLATE: ClassVar[str] = "[{}]"
 
 
 @dataclasses.dataclass(frozen=True)
-class GetAttrKey:
+class GetAttrKey(_KeyEntryBase):
     name: str
-
-    def __str__(self) -> str:
-        return f".{self.name}"
+    _TEMPLATE: ClassVar[str] = ".{}"
 
 
 @dataclasses.dataclass(frozen=True)
-class FlattenedIndexKey:
+class FlattenedIndexKey(_KeyEntryBase):
     key: int
-
-    def __str__(self) -> str:
-        return f"[<flat index {self.key}>]"
+    _TEMPLATE: ClassVar[str] = "[<flat index {}>]"
 
 
 KeyEntry = DictKey | SequenceKey | GetAttrKey | FlattenedIndexKey

@@ -137,38 +137,23 @@ def variance_scaling(scale: float, mode: str, distribution: str,
     return init
 
 
-def glorot_uniform(in_axis: Any = -2, out_axis: Any = -1, batch_axis: Any = (),
-                   dtype: Any = float) -> Initializer:
-    return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, batch_axis, dtype)
+def _preset(name: str, scale: float, mode: str, distribution: str) -> Callable[..., Any]:
+    """A named variance scaling initializer maker, e.g. ``glorot_uniform()``."""
+    def make(in_axis: Any = -2, out_axis: Any = -1, batch_axis: Any = (),
+             dtype: Any = float) -> Initializer:
+        return variance_scaling(scale, mode, distribution, in_axis, out_axis, batch_axis,
+                                dtype)
+
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = f"variance_scaling({scale}, {mode!r}, {distribution!r})."
+    return make
 
 
-def glorot_normal(in_axis: Any = -2, out_axis: Any = -1, batch_axis: Any = (),
-                  dtype: Any = float) -> Initializer:
-    return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis, out_axis,
-                            batch_axis, dtype)
-
-
-def lecun_uniform(in_axis: Any = -2, out_axis: Any = -1, batch_axis: Any = (),
-                  dtype: Any = float) -> Initializer:
-    return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
-
-
-def lecun_normal(in_axis: Any = -2, out_axis: Any = -1, batch_axis: Any = (),
-                 dtype: Any = float) -> Initializer:
-    return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis,
-                            dtype)
-
-
-def he_uniform(in_axis: Any = -2, out_axis: Any = -1, batch_axis: Any = (),
-               dtype: Any = float) -> Initializer:
-    return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
-
-
-def he_normal(in_axis: Any = -2, out_axis: Any = -1, batch_axis: Any = (),
-              dtype: Any = float) -> Initializer:
-    return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis,
-                            dtype)
-
-
+glorot_uniform = _preset("glorot_uniform", 1.0, "fan_avg", "uniform")
+glorot_normal = _preset("glorot_normal", 1.0, "fan_avg", "truncated_normal")
+lecun_uniform = _preset("lecun_uniform", 1.0, "fan_in", "uniform")
+lecun_normal = _preset("lecun_normal", 1.0, "fan_in", "truncated_normal")
+he_uniform = _preset("he_uniform", 2.0, "fan_in", "uniform")
+he_normal = _preset("he_normal", 2.0, "fan_in", "truncated_normal")
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
