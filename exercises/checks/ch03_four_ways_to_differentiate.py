@@ -51,7 +51,7 @@ def expect_accurate(got: Returned, expected: Any, *, rtol: float, hint: str) -> 
         )
 
 
-@exercise("dh", points=1)
+@exercise("dh", points=1, remote=True)
 def check_dh(ns):
     def dh(x):  # h(x) = log(1 + x**2) * cos(2 x), by the product and chain rules
         return 2 * x / (1 + x**2) * np.cos(2 * x) - 2 * np.log(1 + x**2) * np.sin(2 * x)
@@ -158,7 +158,7 @@ def _vanishing_step(x: float) -> float:
     return 2.0**-k
 
 
-@exercise("float32_vanishing_step", points=2)
+@exercise("float32_vanishing_step", points=2, remote=True)
 def check_float32_vanishing_step(ns):
     hint = ("h must be below half the spacing of float32 numbers at x (np.spacing(np.float32(x))); "
             "at exactly half, round-half-to-even decides: it keeps x if x's last mantissa bit "
