@@ -29,12 +29,18 @@ from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangen
 from minijax.interpreters.partial_eval import PartialEvalTrace, without_dead_code
 from minijax.interpreters.transpose import backward_pass
 from minijax.jaxpr import ClosedJaxpr
+from minijax.lax.elementwise import is_jax_value
 from minijax.runtime import host_to_array, put_numpy
 from minijax.tree_util import PyTreeDef, tree_flatten, tree_map, tree_structure, tree_unflatten
 
 
 def _as_value(x: Any) -> Any:
-    return x if isinstance(x, (Array, Tracer)) else host_to_array(x)
+    """An array for ``x``; JAX's TypeError if it is no array (a string in a pytree...)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if not is_jax_value(x):
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+    return host_to_array(x)
 
 
 class _FlatFunction:
@@ -293,6 +299,8 @@ def _check_input_dtypes(name: str, args: Any, allow_int: bool, holomorphic: bool
         if not allow_int and not dtypes.issubdtype(dt, np.inexact):
             raise TypeError(
                 f"{name} requires real- or complex-valued inputs (input dtype that is a "
+        if not is_jax_value(leaf):  # JAX's message (with a full stop, unlike _as_value's)
+            raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX type.")
                 f"sub-dtype of np.inexact), but got {dt.name}. If you want to use Boolean- "
                 "or integer-valued inputs, use vjp or set allow_int to True.")
 

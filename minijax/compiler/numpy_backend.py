@@ -43,6 +43,7 @@ from minijax.compiler.stablehlo import (
 )
 from minijax.core import ShapedArray
 from minijax.lax import linalg as lax_linalg
+from minijax.lax import reductions as lax_reductions
 from minijax.lax import slicing as lax_slicing
 from minijax.lax import sorting as lax_sorting
 from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
@@ -68,6 +69,8 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "k_clz": lax.clz_p.impl, "k_erf": lax.erf_p.impl, "k_erfc": lax.erfc_p.impl,
     "k_erf_inv": lax.erf_inv_p.impl, "k_lgamma": lax.lgamma_p.impl,
     "k_digamma": lax.digamma_p.impl, "k_reduce_precision": lax.reduce_precision_p.impl,
+    "k_sign": lax.sign_p.impl, "k_max": lax.max_p.impl, "k_min": lax.min_p.impl,
+    "k_nextafter": lax.nextafter_p.impl, "k_extreme": lax_reductions.reduce_extreme,
 }
 
 
@@ -268,12 +271,14 @@ _UFUNCS: dict[str, tuple[str, str | None, str]] = {
     "stablehlo.multiply": ("multiply", None, ""),
     "stablehlo.divide": ("divide", "k_div", "iu"),
     "stablehlo.remainder": ("fmod", "k_rem", "iu"), "stablehlo.power": ("power", None, ""),
-    "stablehlo.maximum": ("maximum", None, ""), "stablehlo.minimum": ("minimum", None, ""),
-    "stablehlo.atan2": ("arctan2", "k_atan2", "c"), "chlo.next_after": ("nextafter", None, ""),
+    "stablehlo.maximum": ("maximum", "k_max", "fV"),
+    "stablehlo.minimum": ("minimum", "k_min", "fV"),
+    "stablehlo.atan2": ("arctan2", "k_atan2", "c"),
+    "chlo.next_after": ("nextafter", "k_nextafter", "fV"),
     "stablehlo.and": ("bitwise_and", None, ""), "stablehlo.or": ("bitwise_or", None, ""),
     "stablehlo.xor": ("bitwise_xor", None, ""), "stablehlo.not": ("invert", None, ""),
     "stablehlo.negate": ("negative", None, ""), "stablehlo.abs": ("absolute", None, ""),
-    "stablehlo.sign": ("sign", None, ""), "stablehlo.floor": ("floor", None, ""),
+    "stablehlo.sign": ("sign", "k_sign", "fV"), "stablehlo.floor": ("floor", None, ""),
     "stablehlo.ceil": ("ceil", None, ""), "stablehlo.is_finite": ("isfinite", None, ""),
     "stablehlo.exponential": ("exp", None, ""),
     "stablehlo.exponential_minus_one": ("expm1", None, ""),
@@ -303,6 +308,7 @@ _REDUCE_UFUNCS = {"stablehlo.add": "add", "stablehlo.multiply": "multiply",
                   "stablehlo.maximum": "maximum", "stablehlo.minimum": "minimum",
                   "stablehlo.and": "bitwise_and", "stablehlo.or": "bitwise_or",
                   "stablehlo.xor": "bitwise_xor"}
+_EXTREMES = ("stablehlo.maximum", "stablehlo.minimum")
 # Dtypes for which a Python scalar operand keeps an array's dtype in NumPy (NEP 50).
 _LITERAL_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                    "uint64", "float16", "float32", "float64", "complex64", "complex128"}
@@ -334,7 +340,8 @@ def elementwise_expr(op: Op, args: Sequence[str]) -> str:
     if name == "stablehlo.select":
         return f"np.where({args[0]}, {args[1]}, {args[2]})"
     if name == "stablehlo.clamp":
-        return f"np.minimum(np.maximum({args[1]}, {args[0]}), {args[2]})"
+        lo, hi = ("k_max", "k_min") if out.dtype.kind in "fV" else ("np.maximum", "np.minimum")
+        return f"{hi}({lo}({args[1]}, {args[0]}), {args[2]})"
     if name == "stablehlo.convert":
         src = op.operands[0].type.dtype
         if src == out.dtype:
@@ -731,6 +738,11 @@ class _FunctionWriter:
         x, init = op.operands[0], op.operands[-1]
         if applies in _REDUCE_UFUNCS and init in self.splats:
             initial = _literal(self.splats[init].reshape(-1)[0])
+            if applies in _EXTREMES and x.type.dtype.kind in "fV":  # XLA's order of zeros
+                ufunc = f"np.{_REDUCE_UFUNCS[applies]}"
+                self.bind(indent, op.results,
+                          f"k_extreme({ufunc}, {self.ref(x)}, {dims}, {initial})")
+                return
             expr = _accumulating(f"np.{_REDUCE_UFUNCS[applies]}.reduce", self.ref(x),
                                  x.type.dtype, f"axis={dims}, initial={initial}")
             self.bind(indent, op.results, expr)

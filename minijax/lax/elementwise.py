@@ -13,6 +13,7 @@ half away from zero) the kernel says how XLA does it.
 
 from __future__ import annotations
 
+import builtins
 import enum
 import functools
 import math
@@ -185,8 +186,11 @@ def operand(x: Any, primitive: Primitive | None = None, position: int = 0) -> An
 
 
 def is_jax_value(x: Any) -> bool:
+_PYTHON_SCALARS = (bool, int, float, builtins.complex)  # this module's complex is lax's
+
+
     """Arrays, Python numbers and NumPy values: what ``lax`` accepts as an operand."""
-    return (type(x) in (bool, int, float, complex) or isinstance(x, (np.ndarray, np.generic))
+    return (type(x) in _PYTHON_SCALARS or isinstance(x, (np.ndarray, np.generic))
             or type(x) is Array or isinstance(x, Tracer))
 
 
@@ -340,16 +344,20 @@ def _as_arrays(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Integer division rounds toward zero (C); ``x / 0`` is -1, or all ones if unsigned."""
+    """Integer division rounds toward zero (C); ``x / 0`` is -1, or all ones if unsigned,
+    and ``INT_MIN / -1`` wraps back to ``INT_MIN``, as in two's complement.
+
+    No absolute values (``abs(INT_MIN)`` overflows): the exact quotient is
+    ``(x - fmod(x, y)) / y``, which NumPy's floor division computes without rounding."""
     x, y = _as_arrays(x, y)
     if x.dtype.kind not in "iu":
         return np.true_divide(x, y).astype(x.dtype, copy=False)
-    safe = np.where(y == 0, 1, y)
-    q = np.where((x < 0) != (safe < 0), -(np.abs(x) // np.abs(safe)), np.abs(x) // np.abs(safe))
-    if x.dtype.kind == "i":  # INT_MIN / -1 overflows back to INT_MIN, as in two's complement
+    special = (y == 0) | (y == -1) if x.dtype.kind == "i" else y == 0
+    divisor = np.where(special, np.ones((), x.dtype), y)
+    q = (x - np.fmod(x, divisor)) // divisor
+    if x.dtype.kind == "i":
         q = np.where(y == -1, np.negative(x), q)
-    q = np.where(y == 0, np.array(-1).astype(x.dtype), q)
-    return q.astype(x.dtype, copy=False)
+    return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype, copy=False)
 
 
 def _rem(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -367,7 +375,14 @@ def _round(x: np.ndarray, rounding_method: int = 0) -> np.ndarray:
         return np.round(x)
     whole = np.trunc(x)
     half_or_more = np.abs(x - whole) >= 0.5
-    return (whole + np.where(half_or_more, np.sign(x), 0)).astype(x.dtype, copy=False)
+    # where, not whole + 0: -0.4 rounds to -0.0, and -0.0 + 0 would be +0.0
+    return np.where(half_or_more, whole + np.sign(x), whole).astype(x.dtype, copy=False)
+
+
+def _exp2(x: np.ndarray) -> np.ndarray:
+    """2**x as XLA computes it, exp(x log 2) in x's dtype (so ``exp2(15.)`` is 32767.984,
+    not 32768, as in JAX, and as the lowering to ``stablehlo.exponential`` gives)."""
+    return np.exp(x * np.asarray(np.log(2)).astype(x.dtype)).astype(x.dtype, copy=False)
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:
@@ -379,24 +394,67 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
 
 
 def _shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _out_of_range(y: np.ndarray, bits: int) -> np.ndarray:
+    """Shift counts XLA reads as at least the width: negative ones count as huge unsigned."""
+    return (y < 0) | (y >= bits) if y.dtype.kind == "i" else y >= bits
+
+
     x, y = _as_arrays(x, y)
     unsigned = x.dtype.str.replace("i", "u")
     bits = x.dtype.itemsize * 8
     out = np.right_shift(x.view(unsigned), np.clip(y, 0, bits - 1).astype(unsigned))
-    return np.where((y < 0) | (y >= bits), 0, out.view(x.dtype)).astype(x.dtype)
+    return np.where(_out_of_range(y, bits), 0, out.view(x.dtype)).astype(x.dtype)
 
 
 def _shift_left(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x, y = _as_arrays(x, y)
     bits = x.dtype.itemsize * 8
     out = np.left_shift(x, np.clip(y, 0, bits - 1).astype(x.dtype))
-    return np.where((y < 0) | (y >= bits), 0, out).astype(x.dtype)
+    return np.where(_out_of_range(y, bits), 0, out).astype(x.dtype)
 
 
 def _shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x, y = _as_arrays(x, y)
+    """Shift in copies of the top bit, also for unsigned integers (``uint8`` 128 >> 1 is
+    192); shifting by the width or more leaves only copies of it (0 or all ones)."""
     bits = x.dtype.itemsize * 8
-    return np.right_shift(x, np.clip(y, 0, bits - 1).astype(x.dtype))
+    signed = x.dtype.str.replace("u", "i")
+    count = np.where(_out_of_range(y, bits), bits - 1, y).astype(signed)
+    return np.right_shift(x.view(signed), count).view(x.dtype)
+
+
+def _is_float(x: np.ndarray) -> bool:
+    return x.dtype.kind == "f" or x.dtype == dtypes.bfloat16
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    """-1, 0 or 1; a zero keeps its sign (``sign(-0.0)`` is -0.0) and NaN stays NaN."""
+    out = np.sign(x)
+    return np.where(x == 0, x, out) if _is_float(x) else out
+
+
+def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """NaN wins, and +0.0 is larger than -0.0 (NumPy returns either zero)."""
+    out = np.maximum(x, y)
+    if not _is_float(out):
+        return out
+    # Of two zeros, the sum is -0.0 only if both are -0.0: the maximum.
+    return np.where((x == 0) & (y == 0), x + y, out).astype(out.dtype, copy=False)
+
+
+def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """NaN wins, and -0.0 is smaller than +0.0 (NumPy returns either zero)."""
+    out = np.minimum(x, y)
+    if not _is_float(out):
+        return out
+    # Of two zeros, -(-x + -y) is +0.0 only if both are +0.0: the minimum.
+    return np.where((x == 0) & (y == 0), -(-x - y), out).astype(out.dtype, copy=False)
+
+
+def _nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The float next to x toward y; y itself where they are equal (so the sign of a
+    zero y is kept, as in C)."""
+    return np.where(x == y, y, np.nextafter(x, y)).astype(x.dtype, copy=False)
 
 
 def _population_count(x: np.ndarray) -> np.ndarray:
@@ -465,13 +523,13 @@ class RoundingMethod(enum.IntEnum):
 # ---------------------------------------------------------------------------------------
 
 neg_p = unary_primitive("neg", np.negative, NUMBER)
-sign_p = unary_primitive("sign", np.sign, NUMBER)
+sign_p = unary_primitive("sign", _sign, NUMBER)
 abs_p = unary_primitive("abs", np.abs, SIGNED, out_dtype=_real_part)
 floor_p = unary_primitive("floor", np.floor, FLOAT)
 ceil_p = unary_primitive("ceil", np.ceil, FLOAT)
 is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT, out_dtype=_to_bool)
 exp_p = unary_primitive("exp", _same_dtype(np.exp))
-exp2_p = unary_primitive("exp2", _same_dtype(np.exp2))
+exp2_p = unary_primitive("exp2", _exp2)
 log_p = unary_primitive("log", _same_dtype(np.log))
 log1p_p = unary_primitive("log1p", _same_dtype(np.log1p))
 expm1_p = unary_primitive("expm1", _same_dtype(np.expm1))
@@ -512,10 +570,10 @@ rem_p = nary_primitive("rem", _rem, ORDERED[:2])
 pow_p = Primitive("pow")
 pow_p.def_impl(_pow)
 pow_p.def_abstract_eval(_pow_rule)
-max_p = nary_primitive("max", np.maximum, ANY)
-min_p = nary_primitive("min", np.minimum, ANY)
+max_p = nary_primitive("max", _max, ANY)
+min_p = nary_primitive("min", _min, ANY)
 atan2_p = nary_primitive("atan2", _atan2, INEXACT)
-nextafter_p = nary_primitive("nextafter", np.nextafter, FLOAT)
+nextafter_p = nary_primitive("nextafter", _nextafter, FLOAT)
 complex_p = nary_primitive(
     "complex", lambda x, y: (x + 1j * y).astype(_complex_of(x.dtype)), ("float32", "float64"),
     out_dtype=_complex_of,
@@ -651,11 +709,12 @@ def conj(x: Any) -> Any:
 
 
 def _integer_pow_kernel(x: np.ndarray, y: int) -> np.ndarray:
-    """Repeated squaring, as XLA does; a negative exponent takes the reciprocal."""
+    """Repeated squaring, as XLA does; a negative exponent takes the reciprocal of the
+    power (``x ** -2`` is ``1 / (x * x)``)."""
     if y == 0:
         return np.ones_like(x)
-    base = x if y > 0 else (1 / x).astype(x.dtype, copy=False)
-    return np.power(base, y if y > 0 else -y).astype(x.dtype, copy=False)
+    power = np.power(x, y if y > 0 else -y).astype(x.dtype, copy=False)
+    return power if y > 0 else (1 / power).astype(x.dtype, copy=False)
 
 
 def _integer_pow_rule(x: ShapedArray, y: int) -> ShapedArray:
@@ -888,7 +947,7 @@ def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray
 
 
 clamp_p = Primitive("clamp")
-clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
+clamp_p.def_impl(lambda lo, x, hi: _min(_max(x, lo), hi))
 clamp_p.def_abstract_eval(_clamp_rule)
 
 

@@ -123,6 +123,21 @@ def _all_ones(dt: np.dtype) -> Any:
     return True if dt == np.bool_ else np.array(-1).astype(dt)
 
 
+def reduce_extreme(ufunc: np.ufunc, x: np.ndarray, axes: tuple[int, ...], initial: Any
+                   ) -> Any:
+    """``np.maximum.reduce`` or ``np.minimum.reduce``, ordering zeros as XLA does: +0.0
+    above -0.0 (NumPy keeps whichever zero it met first). Only a result that is zero
+    needs a second look, so the common case costs nothing extra."""
+    out = ufunc.reduce(x, axis=axes, initial=initial)
+    is_float = x.dtype.kind == "f" or x.dtype == dtypes.bfloat16
+    if not is_float or not np.any(out == 0):
+        return out
+    negative = ufunc is np.minimum  # a minimum is -0.0 if any zero is; a maximum, +0.0
+    decisive = np.any((x == 0) & (np.signbit(x) == negative), axis=axes)
+    zero = x.dtype.type(-0.0 if negative else 0.0)
+    return np.where((out == 0) & decisive, zero, out).astype(x.dtype, copy=False)
+
+
 def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None],
                identity: Callable[[np.dtype], Any], accumulate_wide: bool = False
                ) -> Primitive:
@@ -131,6 +146,8 @@ def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None
     def kernel(x: np.ndarray, *, axes: tuple[int, ...], **_: Any) -> Any:
         dt = x.dtype
         acc = _accumulator(dt) if accumulate_wide else dt
+        if ufunc in (np.maximum, np.minimum):
+            return reduce_extreme(ufunc, x, axes, identity(dt))
         out = ufunc.reduce(x, axis=axes, dtype=acc, initial=identity(dt))
         return out if acc is dt else np.asarray(out, dtype=dt)
 

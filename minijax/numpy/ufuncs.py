@@ -83,7 +83,14 @@ atan2 = arctan2
 bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
 bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
 bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
-left_shift = _binary(lax.shift_left, "left_shift")
+
+
+def left_shift(x: Any, y: Any, /) -> Any:
+    """x << y (booleans are shifted as int32)."""
+    x, y = _promote_for_division("left_shift", x, y)
+    return lax.shift_left(x, y)
+
+
 bitwise_left_shift = left_shift
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
@@ -103,8 +110,9 @@ def positive(x: Any, /) -> Any:
 
 
 def right_shift(x: Any, y: Any, /) -> Any:
-    """x >> y: arithmetic for signed integers, logical for unsigned ones."""
-    x, y = promote_args("right_shift", x, y)
+    """x >> y: arithmetic for signed integers, logical for unsigned ones (booleans are
+    shifted as int32)."""
+    x, y = _promote_for_division("right_shift", x, y)
     if dtypes.issubdtype(x.dtype, np.unsignedinteger):
         return lax.shift_right_logical(x, y)
     return lax.shift_right_arithmetic(x, y)
@@ -114,7 +122,8 @@ bitwise_right_shift = right_shift
 
 
 def _promote_for_division(name: str, x: Any, y: Any) -> list[Any]:
-    """Promote as usual; booleans divide as int32 (``True // True`` is 1, as in JAX)."""
+    """Promote as usual; booleans divide (and shift) as int32 (``True // True`` is 1, as in
+    JAX)."""
     x, y = promote_args(name, x, y)
     return _bools_as_ints(x, y) if x.dtype == np.bool_ else [x, y]
 
@@ -207,6 +216,8 @@ def power(x: Any, y: Any, /) -> Any:
         return lax.integer_pow(x, y)
     exponent = y
     x, y = promote_args("power", x, y)
+    if x.dtype == np.bool_:
+        return _integer_power(*_bools_as_ints(x, y))
     if _is_int_or_bool(x):
         return _integer_power(x, y)
     if dtypes.issubdtype(dtypes.dtype(exponent), np.integer):
@@ -217,12 +228,13 @@ def power(x: Any, y: Any, /) -> Any:
 
 
 def _integer_power(x: Any, y: Any) -> Any:
-    """Integer ** integer array: square-and-multiply over the exponent's bits."""
-    bits = dtypes.iinfo(y.dtype).bits
+    """Integer ** integer array: square-and-multiply over the exponent's lowest six bits,
+    as JAX does (it ignores higher bits: ``uint8`` 2 ** 64 is 1 there, and here)."""
     shape = np.broadcast_shapes(x.shape, y.shape)
     x, y = broadcast_to(x, shape), broadcast_to(y, shape)
-    result, base, exp = lax.full_like(x, 1), x, y
-    for _ in range(bits):
+    zero_base = lax.bitwise_and(lax.eq(x, _zero(x)), lax.ne(y, _zero(y)))
+    result, base, exp = where(zero_base, _zero(x), _one(x)), x, y  # 0 ** 64 is still 0
+    for _ in range(6):
         odd = lax.ne(lax.bitwise_and(exp, _one(exp)), _zero(exp))
         result = lax.select(odd, lax.mul(result, base), result)
         base = lax.mul(base, base)
@@ -271,13 +283,23 @@ floor = _keep_ints(lax.floor, "floor")
 ceil = _keep_ints(lax.ceil, "ceil")
 trunc = jit(_keep_ints(lambda x: where(lax.lt(x, _zero(x)), lax.ceil(x), lax.floor(x)),
                        "trunc"))
-rint = jit(_keep_ints(lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), "rint"))
+
+
+@jit
+def rint(x: Any, /) -> Any:
+    """Round half to even; integers come back as floats (unlike floor and ceil)."""
+    (inexact,) = promote_args_inexact("rint", x)
+    if _is_int_or_bool(x):
+        return inexact
+    return lax.round(inexact, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
 @partial(jit, static_argnames=("decimals",))
 def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     """Round half to even (NumPy's rule), to ``decimals`` places."""
     (a,) = promote_args("round", a)
+    if a.dtype == np.bool_:
+        raise ValueError(f"data type {np.bool_!r} not inexact")
     if _is_int_or_bool(a):
         return a
     if decimals == 0:
@@ -361,7 +383,9 @@ def log10(x: Any, /) -> Any:
 
 
 def square(x: Any, /) -> Any:
-    return lax.square(*promote_args("square", x))
+    """x * x; booleans are squared as int32, as in JAX."""
+    (x,) = promote_args("square", x)
+    return lax.square(*_bools_as_ints(x) if x.dtype == np.bool_ else (x,))
 
 
 def reciprocal(x: Any, /) -> Any:
@@ -450,26 +474,27 @@ def fabs(x: Any, /) -> Any:
 
 @jit
 def heaviside(x1: Any, x2: Any, /) -> Any:
-    """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
+    """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0, and NaN where x1 is NaN."""
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
-    step = where(lax.gt(x1, _zero(x1)), _one(x1), _zero(x1))
-    return where(lax.eq(x1, _zero(x1)), x2, step)
+    negative, positive, nan = lax.lt(x1, _zero(x1)), lax.gt(x1, _zero(x1)), lax.ne(x1, x1)
+    return where(negative, _zero(x1), where(positive, _one(x1), where(nan, x1, x2)))
 
 
-def _nan_avoiding(lax_fn: Callable, name: str) -> Callable[[Any, Any], Any]:
-    """fmax/fmin: like maximum/minimum, but a NaN loses to a number."""
+def _nan_avoiding(beats: Callable, name: str) -> Callable[[Any, Any], Any]:
+    """fmax/fmin: x1 where it ``beats`` x2 or x2 is NaN, else x2 -- so a NaN loses to a
+    number, and of two equal numbers (0.0 and -0.0 too) x2 wins, as in JAX."""
 
     def ufunc(x1: Any, x2: Any, /) -> Any:
         x1, x2 = promote_args(name, x1, x2)
-        return where(isnan(x1), x2, where(isnan(x2), x1, lax_fn(x1, x2)))
+        return where(lax.bitwise_or(beats(x1, x2), lax.ne(x2, x2)), x1, x2)
 
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = f"Elementwise ``{name}``, ignoring NaNs (NaN only where both are NaN)."
     return jit(ufunc)
 
 
-fmax = _nan_avoiding(lax.max, "fmax")
-fmin = _nan_avoiding(lax.min, "fmin")
+fmax = _nan_avoiding(lax.gt, "fmax")
+fmin = _nan_avoiding(lax.lt, "fmin")
 
 
 @jit
@@ -497,14 +522,15 @@ def gcd(x1: Any, x2: Any, /) -> Any:
 
 @jit
 def lcm(x1: Any, x2: Any, /) -> Any:
-    """The least common multiple of integers: |x1 x2| / gcd (0 if either is 0)."""
+    """The least common multiple of integers: |x1| (|x2| // gcd), 0 if either is 0 (the
+    product wraps around as JAX's does: it is not made positive again)."""
     x1, x2 = promote_args("lcm", x1, x2)
     if not dtypes.issubdtype(x1.dtype, np.integer):
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+    x1, x2 = absolute(x1), absolute(x2)
     divisor = gcd(x1, x2)
-    safe = where(lax.eq(divisor, _zero(divisor)), _one(divisor), divisor)
     return where(lax.eq(divisor, _zero(divisor)), _zero(divisor),
-                 absolute(lax.mul(x1, floor_divide(x2, safe))))
+                 lax.mul(x1, floor_divide(x2, divisor)))
 
 
 def ldexp(x1: Any, x2: Any, /) -> Any:
@@ -514,8 +540,21 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
         types = (dtypes.dtype(x1), dtypes.dtype(x2))
         raise ValueError(f"ldexp not supported for input types {types}")
     (x1,) = promote_args_inexact("ldexp", x1)
-    x1, exponent = promote_shapes("ldexp", x1, lax.convert_element_type(x2, x1.dtype))
-    return lax.mul(x1, lax.exp2(exponent))
+    x1, exponent = promote_shapes("ldexp", x1, lax.convert_element_type(x2, np.int32))
+    # 2**x2 itself may overflow (ldexp(0., 255) is 0, not 0 * inf): scale in three steps,
+    # each by a normal power of two, built from its bits (exactly). Three cover every
+    # exponent that can matter (smallest denormal to largest number), once x2 is clipped.
+    info = dtypes.finfo(x1.dtype)
+    largest = info.maxexp - 2  # 2**largest and 2**-largest are normal numbers
+    bits = np.dtype(f"int{8 * x1.dtype.itemsize}")
+    exponent = lax.clamp(np.int32(-3 * largest), exponent, np.int32(3 * largest))
+    for parts_left in (3, 2, 1):
+        part = lax.div(exponent, np.int32(parts_left))
+        biased = lax.convert_element_type(lax.add(part, np.int32(info.maxexp - 1)), bits)
+        scale = lax.shift_left(biased, lax.convert_element_type(info.nmant, bits))
+        x1 = lax.mul(x1, lax.bitcast_convert_type(scale, x1.dtype))
+        exponent = lax.sub(exponent, part)
+    return x1
 
 
 def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:

@@ -25,7 +25,7 @@ from minijax import tracing, tree_util
 from minijax.core import ShapedArray
 from minijax.dtypes import result_type
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, Var
-from minijax.lax.elementwise import convert_element_type, operand
+from minijax.lax.elementwise import convert_element_type, is_jax_value, operand
 from minijax.tree_util import PyTreeDef, tree_flatten
 
 # ---------------------------------------------------------------------------------------
@@ -141,11 +141,23 @@ def trace_function(fun: Callable, args_avals: tuple, debug: DebugInfo,
         nonlocal out_tree
         args, kwargs = in_tree.unflatten(flat_args)
         outs, out_tree = tree_flatten(fun(*args, **kwargs))
+        _check_outputs(outs, out_tree, context)
         return outs
 
     context = tracing.tracing_context(named_fun, debug.purpose, arg_names)
     jaxpr = tracing.trace_to_jaxpr(flat_fun, in_avals, context)
     return jaxpr, out_tree
+
+
+def _check_outputs(outs: list[Any], out_tree: PyTreeDef, context: Any) -> None:
+    """JAX's TypeError for an output that is no array (a string...), naming where it is."""
+    for i, leaf in enumerate(outs):
+        if not is_jax_value(leaf):
+            path = leaf_paths(out_tree)[i]
+            at = f" at output component {path}" if path else ""
+            raise TypeError(
+                f"function {context.fun_name} at {context.source} traced for {context.purpose} "
+                f"returned a value of type {type(leaf)}{at}, which is not a valid JAX type")
 
 
 def split_list(values: Sequence[Any], *sizes: int) -> list[list[Any]]:

@@ -1,0 +1,150 @@
+"""Every elementwise lax and jnp operation, swept over exhaustive and special inputs.
+
+See ``tests/sweeps.py`` for the operations, the inputs and how results are compared. Each
+dtype is one test: JAX's results are computed once and every operation is checked eagerly
+and under ``jit`` (minijax's NumPy backend), the failures listed together. Where JAX is
+not installed, the exact cases are checked against the digests of JAX's results recorded
+in ``tests/data/sweeps.json`` (``tests/data/make_sweeps.py`` writes them).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from tests import sweeps
+
+RECORDED = json.loads((pathlib.Path(__file__).parent / "data" / "sweeps.json").read_text())
+
+
+def _ours(op: sweeps.Op, dtype: str, jitted: bool) -> list[np.ndarray] | str:
+    fun = op.function(sweeps.minijax_namespace())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # overflow and invalid-value warnings are expected
+        return sweeps.run(minijax.jit(fun) if jitted else fun, sweeps.inputs(op, dtype))
+
+
+def _cases(dtype: str) -> list[sweeps.Op]:
+    return [op for op, dt in sweeps.cases() if dt == dtype]
+
+
+@pytest.mark.parametrize("dtype", sweeps.DTYPES)
+def test_sweep_matches_jax(dtype: str) -> None:
+    pytest.importorskip("jax")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = sweeps.jax_results(dtype)
+    failures = []
+    for op in _cases(dtype):
+        for jitted in (False, True):
+            problem = sweeps.mismatches(op, sweeps.inputs(op, dtype), _ours(op, dtype, jitted),
+                                        theirs[op.name])
+            if problem:
+                failures.append(f"{op.name} ({'jit' if jitted else 'eager'}): {problem}")
+        if sweeps.is_recorded(op.name):  # the recording is still JAX's answer
+            recorded = RECORDED["digests"][sweeps.case_id(op, dtype)]
+            if sweeps.digest(theirs[op.name]) != recorded:
+                failures.append(f"{op.name}: tests/data/sweeps.json is stale (rerun "
+                                "tests/data/make_sweeps.py)")
+    assert not failures, f"{len(failures)} differences from JAX:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("dtype", sweeps.DTYPES)
+def test_sweep_matches_recorded_jax_results(dtype: str) -> None:
+    """Runs without JAX: the integer, boolean and sign-of-zero cases, bit for bit."""
+    failures = []
+    for op in _cases(dtype):
+        if not sweeps.is_recorded(op.name):
+            continue
+        expected = RECORDED["digests"][sweeps.case_id(op, dtype)]
+        for jitted in (False, True):
+            got = sweeps.digest(_ours(op, dtype, jitted))
+            if got != expected:
+                failures.append(f"{op.name} ({'jit' if jitted else 'eager'}): digest {got}, "
+                                f"JAX's {expected}")
+    assert not failures, "\n".join(failures)
+
+
+def test_the_recording_covers_every_exact_case() -> None:
+    expected = {sweeps.case_id(op, dt) for op, dt in sweeps.cases() if sweeps.is_recorded(op.name)}
+    assert set(RECORDED["digests"]) == expected
+
+
+# --- the defects the sweeps found, one by one (each failed before its fix) ---------------------
+
+
+def test_integer_division_at_the_minimum() -> None:
+    assert int(jnp.int8(-128) // 2) == -64
+    assert int(jnp.int32(-2**31) // 3) == -715827883
+    assert int(minijax.lax.div(jnp.int32(1), jnp.int32(-2**31))) == 0
+    assert int(minijax.lax.div(jnp.int8(-128), jnp.int8(-1))) == -128  # wraps, as in XLA
+    assert int(minijax.lax.rem(jnp.int8(-128), jnp.int8(-1))) == 0
+    q, r = jnp.divmod(jnp.int8(-128), jnp.int8(3))
+    assert (int(q), int(r)) == (-43, 1)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_shifts_out_of_range_and_arithmetic_shifts_of_unsigned(jitted: bool) -> None:
+    lax = minijax.lax
+
+    def shifts(x: minijax.Array, y: minijax.Array) -> tuple:
+        return (lax.shift_right_arithmetic(x, y), lax.shift_right_logical(x, y),
+                lax.shift_left(x, y))
+
+    fun = minijax.jit(shifts) if jitted else shifts
+    u = np.array([128, 128, 128], np.uint8), np.array([1, 8, 200], np.uint8)
+    assert [np.asarray(v).tolist() for v in fun(*u)] == [[192, 255, 255], [64, 0, 0],
+                                                         [0, 0, 0]]
+    i = np.array([-128, -128, 64], np.int8), np.array([-1, 9, -3], np.int8)
+    assert [np.asarray(v).tolist() for v in fun(*i)] == [[-1, -1, 0], [0, 0, 0], [0, 0, 0]]
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_signs_of_zero(jitted: bool) -> None:
+    def zeros(x: minijax.Array) -> tuple:
+        pz, nz = x[0], x[1]
+        return (jnp.sign(nz), jnp.maximum(pz, nz), jnp.maximum(nz, pz), jnp.minimum(pz, nz),
+                jnp.max(x), jnp.min(x[::-1]), jnp.floor_divide(pz, -1.0),
+                minijax.lax.round(-0.4 + pz), jnp.clip(nz, 0.0, 1.0))
+
+    fun = minijax.jit(zeros) if jitted else zeros
+    signs = [bool(np.signbit(np.asarray(v))) for v in fun(jnp.array([0.0, -0.0]))]
+    assert signs == [True, False, False, True, False, True, True, True, False]
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_heaviside_of_nan_and_ldexp_of_zero(jitted: bool) -> None:
+    def fun(x: minijax.Array) -> tuple:
+        return jnp.heaviside(x * jnp.nan, 0.5), jnp.ldexp(x * 0, 255), jnp.ldexp(x, 128)
+
+    h, zero, big = (minijax.jit(fun) if jitted else fun)(jnp.float32(1.0))
+    assert np.isnan(np.asarray(h)) and float(zero) == 0.0 and float(big) == np.inf
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_denormals_are_kept_deliberately(jitted: bool) -> None:
+    """JAX on the CPU flushes float32 denormals to zero; minijax keeps IEEE's gradual
+    underflow, as NumPy does (chapter 08, "exact numerics", says why)."""
+
+    def fun(x: minijax.Array) -> tuple:
+        return x > 0, jnp.log(x), x * 0.5
+
+    positive, log, half = (minijax.jit(fun) if jitted else fun)(jnp.float32(1e-40))
+    assert bool(positive) and bool(jnp.float32(1e-45) > 0)
+    assert float(log) == pytest.approx(np.log(np.float32(1e-40)), rel=1e-3)  # -92.1
+    assert float(half) == pytest.approx(5e-41, rel=1e-2)
+
+
+def test_jax_flushes_denormals() -> None:
+    """The difference pinned above: if this fails, JAX changed, and chapter 08's note too."""
+    pytest.importorskip("jax")
+    import jax.numpy as jjnp
+
+    assert not bool(jjnp.float32(1e-45) > 0)
+    assert float(jjnp.log(jjnp.float32(1e-40))) == -np.inf
