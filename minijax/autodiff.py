@@ -282,12 +282,19 @@ def _argnums_tuple(argnums: int | Sequence[int]) -> tuple[int, ...]:
 
 
 def _check_argnums(argnums: tuple[int, ...], nargs: int, name: str) -> None:
+    """Each argnum must name a positional argument. As in JAX, grad says that too few
+    arguments were passed (TypeError); a too-negative argnum, and jacfwd/jacrev, that the
+    index is out of range (ValueError)."""
     for i in argnums:
-        if not -nargs <= i < nargs:
-            needed = i + 1 if i >= 0 else -i
+        if -nargs <= i < nargs:
+            continue
+        if name == "value_and_grad" and i >= 0:
             raise TypeError(f"differentiating with respect to argnums={i} requires at least "
-                            f"{needed} positional arguments to be passed by the caller, but "
+                            f"{i + 1} positional arguments to be passed by the caller, but "
                             f"got only {nargs} positional arguments.")
+        raise ValueError("Positional argument indices, e.g. for `static_argnums`, must have "
+                         "value greater than or equal to -len(args) and less than len(args), "
+                         f"but got value {i} for len(args) == {nargs}.")
 
 
 def _check_input_dtypes(name: str, args: Any, allow_int: bool, holomorphic: bool) -> None:
@@ -317,12 +324,18 @@ def _check_scalar_output(out: Any, holomorphic: bool) -> None:
         if not dtypes.issubdtype(aval.dtype, np.complexfloating):
             raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
                             f"but got {aval.dtype.name}.")
-    elif not dtypes.issubdtype(aval.dtype, np.floating):
+    else:
+        _check_real_output("grad", aval)
+
+
+def _check_real_output(name: str, aval: ShapedArray) -> None:
+    """Reverse mode starts from a real cotangent: integer or complex outputs need vjp."""
+    if not dtypes.issubdtype(aval.dtype, np.floating):
         hint = ("For holomorphic differentiation, pass holomorphic=True. For differentiation "
                 "of non-holomorphic functions involving complex outputs, use jax.vjp "
                 "directly." if dtypes.issubdtype(aval.dtype, np.complexfloating) else
                 "For differentiation of functions with integer outputs, use jax.vjp directly.")
-        raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype "
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {aval.dtype.name}. {hint}")
 
 
@@ -489,6 +502,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         out, vjp_fun = res[0], res[1]
         flat_out, out_tree = tree_flatten(out)
         flat_out = [_as_value(o) for o in flat_out]
+        if not holomorphic:
+            for y in flat_out:
+                _check_real_output("jacrev", core.get_aval(y))
         in_leaves, in_tree = tree_flatten(dyn)
         per_output = []
         for o, y in enumerate(flat_out):

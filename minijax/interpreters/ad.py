@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes
+from minijax import core, dtypes, errors
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 
@@ -133,6 +133,18 @@ class JVPTracer(Tracer):
         if isinstance(primal, Tracer):
             return primal.to_concrete_value()
         return primal._wait()
+
+    # ``if x > 0``, ``int(x)`` and ``x.item()`` may read the primal, but a float, a complex
+    # or a NumPy array made from it would carry on without its derivative (a silent zero):
+    # JAX refuses those conversions, and so does minijax.
+    def __float__(self) -> float:
+        raise core._conversion_error("float")(self.aval.str_long(), self._context())
+
+    def __complex__(self) -> complex:
+        raise core._conversion_error("complex")(self.aval.str_long(), self._context())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise errors.TracerArrayConversionError(self.aval.str_long(), self._context())
 
     def __repr__(self) -> str:
         if isinstance(self.tangent, Tracer) and self.tangent.to_concrete_value() is None:

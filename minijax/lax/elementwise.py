@@ -17,6 +17,7 @@ import builtins
 import enum
 import functools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -732,7 +733,8 @@ integer_pow_p.def_abstract_eval(_integer_pow_rule)
 
 def integer_pow(x: Any, y: int) -> Any:
     """x ** y for a Python integer ``y``, which becomes a parameter of the equation."""
-    return integer_pow_p.bind(operand(x, integer_pow_p), y=int(y))
+    # operator.index, not int: an exponent of 1.5 is an error, not 1 (JAX raises TypeError)
+    return integer_pow_p.bind(operand(x, integer_pow_p), y=operator.index(y))
 
 
 # ---------------------------------------------------------------------------------------
@@ -827,7 +829,8 @@ bitcast_convert_type_p.def_abstract_eval(_bitcast_rule)
 def bitcast_convert_type(x: Any, new_dtype: Any) -> Any:
     """Reinterpret the bits of each element as ``new_dtype`` (same width)."""
     x = operand(x, bitcast_convert_type_p)
-    return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
+    # canonical, as JAX: without x64, float64 is float32 (then the widths agree)
+    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
 
 
 # ---------------------------------------------------------------------------------------
@@ -895,7 +898,7 @@ def _select_n_kernel(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
 
 def _select_n_rule(which: ShapedArray, *cases: ShapedArray) -> ShapedArray:
     if not cases:
-        raise TypeError("select_n requires at least one case")
+        raise ValueError("select_n() must have at least one case")
     if which.dtype != np.bool_ and which.dtype != np.int32:
         raise TypeError(
             "select_n requires the predicate to be a boolean or int32 array, got "
@@ -932,7 +935,7 @@ def select(pred: Any, on_true: Any, on_false: Any) -> Any:
 
 
 def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray:
-    for bound in (lo, hi):
+    for name, bound in (("min", lo), ("max", hi)):
         if bound.dtype != x.dtype:
             raise TypeError(
                 "lax.clamp requires arguments to have the same dtypes, got "
@@ -940,8 +943,8 @@ def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray
             )
         if bound.shape and bound.shape != x.shape:
             raise TypeError(
-                "clamp requires min.shape == operand.shape or min.shape == (), got "
-                f"{bound.shape}."
+                f"clamp requires {name}.shape == operand.shape or {name}.shape == (), got "
+                f"{name}.shape={bound.shape}, operand.shape={x.shape}."
             )
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 

@@ -151,9 +151,20 @@ def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None
         out = ufunc.reduce(x, axis=axes, dtype=acc, initial=identity(dt))
         return out if acc is dt else np.asarray(out, dtype=dt)
 
+    logical = check is _check_logical
+
     def rule(x: ShapedArray, *, axes: tuple[int, ...], **_: Any) -> ShapedArray:
-        check(name, x.dtype)
-        return ShapedArray(_reduced_shape(x, axes), x.dtype, x.weak_type)
+        # JAX's order: a logical reduction checks its dtype first, the others their axes
+        if logical:
+            check(name, x.dtype)
+            for a in axes:  # JAX looks the axis up in the shape: an IndexError
+                if not -x.ndim <= a < x.ndim:
+                    raise IndexError(f"index {a} is out of bounds for axis 0 with size "
+                                     f"{x.ndim} (reduction axes {axes} of {x.str_long()})")
+        shape = _reduced_shape(x, axes)
+        if not logical:
+            check(name, x.dtype)
+        return ShapedArray(shape, x.dtype, x.weak_type)
 
     prim = Primitive(name)
     prim.def_impl(kernel)
@@ -224,17 +235,17 @@ def reduce_xor(operand_: Any, axes: Sequence[int]) -> Any:
 def _arg_rule(compare: str, x: ShapedArray, *, axes: tuple[int, ...],
               index_dtype: np.dtype) -> ShapedArray:
     (axis,) = axes
-    # Finding an extremum compares elements, so the comparison's dtype rule applies.
-    check_dtype(compare, ORDERED, x.dtype, 0)
     if not 0 <= axis < x.ndim:
         raise ValueError(f"Invalid axis {axis} for operand shape {x.shape}")
-    if index_dtype.kind not in "iu":
-        raise TypeError(f"index_dtype must be an integer type, but got {index_dtype.name}")
     if x.shape[axis] == 0:
         raise ValueError(
             "argmin and argmax require non-empty reduced dimension. "
             f"operand.shape={x.shape} axis={axis}"
         )
+    # Finding an extremum compares elements, so the comparison's dtype rule applies.
+    check_dtype(compare, ORDERED, x.dtype, 0)
+    if index_dtype.kind not in "iu":
+        raise TypeError(f"index_dtype must be an integer type, but got {index_dtype.name}")
     return ShapedArray(_reduced_shape(x, axes), index_dtype, False)
 
 
@@ -275,11 +286,11 @@ def _check_floating(name: str, dt: np.dtype) -> None:
 
 def _cumulative_rule(name: str, check: Callable[[str, np.dtype], None], x: ShapedArray, *,
                      axis: int, reverse: bool) -> ShapedArray:
-    check(name, x.dtype)
     if axis < 0:
         raise ValueError("XLA operations do not allow negative axes")
     if axis >= x.ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of shape {x.shape}")
+    check(name, x.dtype)  # after the axis, as in JAX
     return x
 
 

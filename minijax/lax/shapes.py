@@ -36,6 +36,11 @@ def canonicalize_shape(shape: Any) -> tuple[int, ...]:
         dims = tuple(shape)
     else:
         dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    if any(dtypes.issubdtype(getattr(d, "dtype", type(d)), np.inexact) for d in dims
+           if type(d) is not int):
+        # int() would truncate a size of 2.5 to 2: JAX refuses non-integer sizes
+        raise TypeError(
+            f"Shapes must be 1D sequences of concrete values of integer type, got {dims}.")
     try:
         return tuple(int(d) for d in dims)
     except errors.ConcretizationTypeError:  # a traced size: say so as JAX does (the

@@ -118,17 +118,23 @@ def _static_slice(s: slice, position: int) -> slice:
     return slice(as_int(s.start), as_int(s.stop), as_int(s.step))
 
 
+def _concrete_mask_value(mask: Tracer) -> np.ndarray:
+    """A traced mask's value, which must be known (a JVP tracer's primal, say)."""
+    value = mask.to_concrete_value()
+    if value is None:
+        raise errors.NonConcreteBooleanIndexError(mask.aval.str_long())
+    return value
+
+
 def _concrete_mask(mask: Any) -> Any:
     """A 0-d boolean index: ``x[True]`` adds an axis of size 1, ``x[False]`` of size 0."""
-    if isinstance(mask, Tracer) and mask.to_concrete_value() is None:
-        raise errors.NonConcreteBooleanIndexError(mask.aval.str_long())
-    return bool(np.asarray(mask))
+    return bool(np.asarray(_concrete_mask_value(mask) if isinstance(mask, Tracer) else mask))
 
 
 def _mask_indices(mask: Any, shape: tuple[int, ...], position: int) -> tuple[np.ndarray, ...]:
     """The integer arrays equivalent to a boolean mask: its ``nonzero()``."""
-    if isinstance(mask, Tracer) and mask.to_concrete_value() is None:
-        raise errors.NonConcreteBooleanIndexError(mask.aval.str_long())
+    if isinstance(mask, Tracer):  # concrete (a JVP tracer's primal), or an error
+        mask = _concrete_mask_value(mask)
     mask = np.asarray(mask)
     if mask.shape != shape:
         raise IndexError(

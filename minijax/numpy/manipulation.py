@@ -108,8 +108,11 @@ def _infer_shape(old: tuple[int, ...], shape: Any) -> tuple[int, ...]:
 
 
 def _check_order(order: str) -> None:
-    if order not in ("C", "F"):
+    """``C`` and ``F`` are implemented; ``A`` is NumPy's but not ours; others are errors."""
+    if order == "A":
         raise NotImplementedError(f"np.reshape order={order} is not implemented.")
+    if order not in ("C", "F"):
+        raise ValueError(f"Unexpected value for 'order' argument: {order}.")
 
 
 def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
@@ -133,6 +136,8 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
 def ravel(a: Any, order: str = "C") -> Any:
     """``a`` as a vector (a no-op for vectors)."""
     a = asarray(a)
+    if order == "K":
+        raise NotImplementedError("Ravel not implemented for order='K'.")
     return reshape(a, (a.size,), order)
 
 
@@ -167,9 +172,8 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
 
 
 def _axes_list(axes: Sequence[int], ndim: int) -> tuple[int, ...]:
-    """Normalise each axis that is in range; leave the permutation check to lax."""
-    return tuple(_axis(ax, ndim) if -ndim <= ax < ndim or len(axes) == ndim
-                 else operator.index(ax) for ax in axes)
+    """Normalise each axis (ValueError if out of range); lax checks the permutation."""
+    return tuple(_axis(ax, ndim) for ax in axes)
 
 
 def permute_dims(a: Any, /, axes: Sequence[int]) -> Any:

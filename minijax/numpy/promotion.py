@@ -94,6 +94,8 @@ def promote_shapes(fun_name: str, *args: Any) -> list[Any]:
     """Give lower-rank, non-scalar operands leading size-1 dimensions (rank promotion)."""
     ranks = [a.ndim if type(a) is Array or isinstance(a, Tracer) else np.ndim(a) for a in args]
     top = max(ranks, default=0)
+    if any(rank not in (0, top) for rank in ranks):
+        _check_broadcastable([np.shape(a) for a in args])
     out = []
     for arg, rank in zip(args, ranks):
         if rank == top or rank == 0:
@@ -103,6 +105,15 @@ def promote_shapes(fun_name: str, *args: Any) -> list[Any]:
             out.append(lax.broadcast_in_dim(arg, (1,) * (top - rank) + shape,
                                             range(top - rank, top)))
     return out
+
+
+def _check_broadcastable(shapes: list[tuple[int, ...]]) -> None:
+    """NumPy's broadcasting rule, checked before lax sees operands of one rank (whose
+    own TypeError would show the shapes already padded with ones)."""
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 
 
 def broadcast_to(array: Any, shape: Any) -> Any:

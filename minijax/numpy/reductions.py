@@ -357,9 +357,16 @@ def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input:
         raise ValueError(f"method can only be one of {list(_QUANTILE_METHODS)}. "
                          f"Got method={method}.")
     original = _operand("quantile", a, out)
+    if dtypes.issubdtype(original.dtype, np.complexfloating):
+        raise ValueError("quantile does not support complex input, as the operation is "
+                         "poorly defined.")
     (x,) = promote_dtypes_inexact(original)
     q = lax.convert_element_type(q, x.dtype, getattr(q, "weak_type", True))
-    x, axis = _single_axis("quantile", x, axis)
+    reduced = _ALL_AXES[x.ndim] if axis is None else None
+    if isinstance(axis, tuple):
+        x, axis, reduced = _merge_axes(x, axis)
+    else:
+        x, axis = _single_axis("quantile", x, axis)
     any_nan = lax.expand_dims(lax.reduce_or(lax.ne(x, x), (axis,)), (axis,))
     x = lax.sort(_where(any_nan, np.nan, x), dimension=axis)
     position = lax.mul(q, _last_index(x, axis))
@@ -383,9 +390,23 @@ def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input:
                          low_value, high_value)
     else:
         out = low_value if method == "lower" else high_value
-    if keepdims and original.ndim != x.ndim:  # axis=None: every dimension becomes 1
-        out = lax.reshape(out, q.shape + (1,) * original.ndim)
+    if keepdims and reduced is not None:  # several axes (or all): each becomes size 1
+        out = lax.reshape(out, q.shape + tuple(1 if d in reduced else n
+                                               for d, n in enumerate(original.shape)))
     return out
+
+
+def _merge_axes(x: Any, axis: tuple) -> tuple[Any, int, tuple[int, ...]]:
+    """A quantile over several axes is one over a single axis: the kept dimensions first,
+    then the reduced ones merged into the last (one reshape, as JAX does)."""
+    reduced = tuple(sorted(lax.canonicalize_axes(axis, x.ndim)))
+    if len(set(reduced)) != len(reduced):
+        raise ValueError("repeated axis")
+    kept = tuple(d for d in range(x.ndim) if d not in reduced)
+    order = kept + reduced
+    shape = tuple(x.shape[d] for d in kept) + (math.prod(x.shape[d] for d in reduced),)
+    x = lax.reshape(x, shape, None if order == tuple(range(x.ndim)) else order)
+    return x, len(kept), reduced
 
 
 def _last_index(x: Any, axis: int) -> Any:
@@ -464,6 +485,8 @@ def _arg_extremum(name: str, lax_fn: Callable) -> Callable:
         if not -a.ndim <= axis < a.ndim:  # JAX raises IndexError here, not ValueError
             raise IndexError(f"axis {axis} is out of bounds for array of dimension {a.ndim}")
         axis = int(axis) % a.ndim
+        if a.shape[axis] == 0:  # before lax looks at the dtype (complex), as in JAX
+            raise ValueError(f"attempt to get {name} of an empty sequence")
         result = lax_fn(a, axis, _default_int())
         return lax.expand_dims(result, (axis,)) if keepdims else result
 

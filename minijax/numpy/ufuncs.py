@@ -564,8 +564,15 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     return lax.sub(x, whole), whole
 
 
+def _check_not_complex(x: Any) -> None:
+    """Which infinity is positive has no meaning for complex numbers (JAX refuses too)."""
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        raise ValueError("isposinf/isneginf are not well defined for complex types")
+
+
 def isposinf(x: Any, /, out: None = None) -> Any:
     (x,) = promote_args("isposinf", x)
+    _check_not_complex(x)
     if _is_int_or_bool(x):
         return lax.full_like(x, False, dtype=np.bool_)
     return lax.eq(x, lax.convert_element_type(np.inf, x.dtype))
@@ -573,6 +580,7 @@ def isposinf(x: Any, /, out: None = None) -> Any:
 
 def isneginf(x: Any, /, out: None = None) -> Any:
     (x,) = promote_args("isneginf", x)
+    _check_not_complex(x)
     if _is_int_or_bool(x):
         return lax.full_like(x, False, dtype=np.bool_)
     return lax.eq(x, lax.convert_element_type(-np.inf, x.dtype))
