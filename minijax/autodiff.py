@@ -299,6 +299,8 @@ def _check_argnums(argnums: tuple[int, ...], nargs: int, name: str) -> None:
 
 def _check_input_dtypes(name: str, args: Any, allow_int: bool, holomorphic: bool) -> None:
     for leaf in tree_flatten(args)[0]:
+        if not is_jax_value(leaf):  # JAX's message (with a full stop, unlike _as_value's)
+            raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX type.")
         dt = core.get_aval(_as_value(leaf)).dtype
         if holomorphic and not dtypes.issubdtype(dt, np.complexfloating):
             raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
@@ -306,8 +308,6 @@ def _check_input_dtypes(name: str, args: Any, allow_int: bool, holomorphic: bool
         if not allow_int and not dtypes.issubdtype(dt, np.inexact):
             raise TypeError(
                 f"{name} requires real- or complex-valued inputs (input dtype that is a "
-        if not is_jax_value(leaf):  # JAX's message (with a full stop, unlike _as_value's)
-            raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX type.")
                 f"sub-dtype of np.inexact), but got {dt.name}. If you want to use Boolean- "
                 "or integer-valued inputs, use vjp or set allow_int to True.")
 

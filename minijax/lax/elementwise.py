@@ -186,10 +186,10 @@ def operand(x: Any, primitive: Primitive | None = None, position: int = 0) -> An
     return host_to_array(x)
 
 
-def is_jax_value(x: Any) -> bool:
 _PYTHON_SCALARS = (bool, int, float, builtins.complex)  # this module's complex is lax's
 
 
+def is_jax_value(x: Any) -> bool:
     """Arrays, Python numbers and NumPy values: what ``lax`` accepts as an operand."""
     return (type(x) in _PYTHON_SCALARS or isinstance(x, (np.ndarray, np.generic))
             or type(x) is Array or isinstance(x, Tracer))
@@ -394,12 +394,12 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
     return (1 / np.sqrt(x)).astype(x.dtype, copy=False)
 
 
-def _shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _out_of_range(y: np.ndarray, bits: int) -> np.ndarray:
     """Shift counts XLA reads as at least the width: negative ones count as huge unsigned."""
     return (y < 0) | (y >= bits) if y.dtype.kind == "i" else y >= bits
 
 
+def _shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x, y = _as_arrays(x, y)
     unsigned = x.dtype.str.replace("i", "u")
     bits = x.dtype.itemsize * 8
@@ -415,11 +415,11 @@ def _shift_left(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    x, y = _as_arrays(x, y)
     """Shift in copies of the top bit, also for unsigned integers (``uint8`` 128 >> 1 is
     192); shifting by the width or more leaves only copies of it (0 or all ones)."""
-    bits = x.dtype.itemsize * 8
+    x, y = _as_arrays(x, y)
     signed = x.dtype.str.replace("u", "i")
+    bits = x.dtype.itemsize * 8
     count = np.where(_out_of_range(y, bits), bits - 1, y).astype(signed)
     return np.right_shift(x.view(signed), count).view(x.dtype)
 
