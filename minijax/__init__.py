@@ -22,9 +22,9 @@ from minijax.autodiff import (
 )
 from minijax.compiler import eager_loops  # noqa: F401  (eager loops run compiled)
 from minijax.compiler.jit import jit
-from minijax.flags import config, numpy_dtype_promotion
 from minijax.core import ShapedArray
 from minijax.custom_derivatives import custom_jvp, custom_vjp
+from minijax.flags import config, numpy_dtype_promotion
 from minijax.runtime import (
     block_until_ready,
     default_backend,

@@ -38,8 +38,8 @@ from typing import Any
 from minijax import core, tracing
 from minijax import pretty_printer as pp
 from minijax.array import Array
-from minijax.flags import config
 from minijax.core import Primitive, ShapedArray, Tracer
+from minijax.flags import config
 from minijax.jaxpr import (
     ClosedJaxpr,
     Jaxpr,

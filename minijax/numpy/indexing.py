@@ -32,8 +32,8 @@ import numpy as np
 from minijax import core, dtypes, errors, lax
 from minijax.array import Array
 from minijax.compiler.jit import jit
-from minijax.flags import config
 from minijax.core import Tracer
+from minijax.flags import config
 from minijax.lax.shapes import squeeze_p
 from minijax.lax.slicing import (
     GatherDimensionNumbers,

@@ -18,8 +18,8 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.array import Array
-from minijax.flags import config
 from minijax.core import Tracer
+from minijax.flags import config
 
 _INEXACT = frozenset(np.dtype(t) for t in (dtypes.float16, dtypes.bfloat16, dtypes.float32,
                                             dtypes.float64, dtypes.complex64, dtypes.complex128))
