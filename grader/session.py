@@ -50,6 +50,7 @@ _MAX_DATA_FILE = 20 * 2**20
 _WORKER_USER = os.environ.get("GRADER_WORKER_USER", "nobody")
 _TOKEN_VARIABLE = "MINIJAX_GRADER_WORKER"
 _PR_SET_DUMPABLE = 4
+_KILL_ROUNDS = 20
 
 
 class Session:
@@ -235,11 +236,18 @@ def _kill_group(pid: int) -> None:
 
 def _kill_tokened(token: str) -> None:
     """Kill every process whose environment holds ``token``: children of the worker that left
-    its process group (``setsid``, double forks) but kept the environment they inherited."""
+    its process group (``setsid``, double forks) but kept the environment they inherited.
+    A process may start one more while it is being found, so look again until none is left."""
     marker = f"{_TOKEN_VARIABLE}={token}".encode()
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, ValueError):
-            continue
+    for _ in range(_KILL_ROUNDS):
+        found = False
+        for entry in Path("/proc").glob("[0-9]*"):
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found = True
+            except (OSError, ValueError):
+                continue
+        if not found:
+            return
+        time.sleep(0.01)
