@@ -181,17 +181,25 @@ class Session:
 
     def _confine(self) -> None:
         """Runs in the child between fork and exec: resource limits, then the user."""
-        megabytes = self.limits.memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (megabytes, megabytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        files = self.limits.file_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_FSIZE, (files, files))
+        _limit(resource.RLIMIT_AS, self.limits.memory_mb * 2**20)
+        _limit(resource.RLIMIT_CORE, 0)
+        _limit(resource.RLIMIT_FSIZE, self.limits.file_mb * 2**20)
         if self.user is not None:
             os.setgroups([])
             os.setgid(self.user.pw_gid)
             os.setuid(self.user.pw_uid)
-            processes = self.limits.processes
-            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+            _limit(resource.RLIMIT_NPROC, self.limits.processes)
+
+
+def _limit(kind: int, value: int) -> None:
+    """Set a resource limit where the system supports it (macOS refuses an address-space
+    limit, for one); never raise it above the current hard limit."""
+    hard = resource.getrlimit(kind)[1]
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    try:
+        resource.setrlimit(kind, (value, value))
+    except (ValueError, OSError):
+        pass
 
 
 def worker_has_a_user_of_its_own() -> bool:
