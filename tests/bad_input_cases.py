@@ -634,6 +634,13 @@ VALUES: dict[str, Program] = {
     "argmax/nan": lambda n: n.jnp.argmax(np.array([1, np.nan, 3], np.float32)),
     "sort/nan": lambda n: n.jnp.sort(np.array([np.nan, 1, -np.inf], np.float32)),
     "equal/nan": lambda n: n.jnp.equal(np.float32(np.nan), np.nan),
+    "equal/weak_scalars": lambda n: n.jnp.equal(np.nan, np.nan),
+    "less/weak_scalars": lambda n: n.jnp.less(1.0, 2),
+    "lax.eq/weak_scalars": lambda n: n.lax.eq(1.0, 1.0),
+    "isnan/weak_scalar": lambda n: n.jnp.isnan(1.0),
+    "and/weak_bool_and_bool": lambda n: n.jnp.equal(1.0, 1.0) & True,
+    "equal/weak_bools": lambda n: n.jnp.equal(n.jnp.equal(1.0, 1.0), n.jnp.equal(1.0, 1.0)),
+    "where/weak_bool": lambda n: n.jnp.where(n.jnp.equal(1.0, 1.0), 1, 2),
     "inf_minus_inf": lambda n: n.jnp.asarray(np.inf) - np.inf,
     "median/tuple_axes": lambda n: n.jnp.median(M34.reshape(2, 3, 2), axis=(0, 2)),
     "quantile/tuple_axes_keepdims": lambda n: n.jnp.quantile(
@@ -763,12 +770,6 @@ DIFFERENCES: dict[str, tuple[Program, str]] = {
         lambda n: n.lax.fori_loop(0, 3, lambda i, c: c, 0),
         "JAX notices that the body hands its carry back unchanged and returns the initial "
         "value itself (here the Python int 0); minijax returns an Array.",
-    ),
-    "jnp.equal/weak_bool": (
-        lambda n: n.jnp.equal(1.0, 1.0),
-        "JAX 0.10.2 gives comparisons of weakly typed operands a weakly typed bool result; "
-        "minijax's comparisons always give a strong bool (lax's shape rules drop the weak "
-        "type of bool results). To be decided with whoever owns lax/elementwise.py.",
     ),
     "take/empty_from_empty_shape": (
         lambda n: n.jnp.take(E03, n.jnp.zeros((2, 0), n.jnp.int32), axis=0),

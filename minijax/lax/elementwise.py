@@ -285,7 +285,8 @@ def nary_rule(name: str, families: tuple[str, ...], out_dtype: Callable | None,
             "does automatic type promotion on inputs)."
         )
     dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
-    weak = all(a.weak_type for a in avals) and dt != np.bool_
+    # weak if every operand is: comparisons of Python scalars too (but bools are never weak)
+    weak = all(a.weak_type for a in avals) and avals[0].dtype != np.bool_
     return ShapedArray(shape, dt, weak)
 
 
