@@ -232,7 +232,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
 def _float_dtype(name: str, dtype: Any) -> np.dtype:
     if dtype is None:
         return dtypes.canonicalize_dtype(np.float64)
-    dt = dtypes.check_and_canonicalize_user_dtype(dtype, name)
+    dt = dtypes.check_and_canonicalize_user_dtype(dtype)
     if not dtypes.issubdtype(dt, np.floating):
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
     return dt
@@ -242,7 +242,7 @@ def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Uniformly random unsigned integers (uint32 by default)."""
     data = _single_key("bits", key)
     dt = (dtypes.canonicalize_dtype(np.uint64) if dtype is None
-          else dtypes.check_and_canonicalize_user_dtype(dtype, "bits"))
+          else dtypes.check_and_canonicalize_user_dtype(dtype))
     if not dtypes.issubdtype(dt, np.unsignedinteger):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
     return prng.random_bits(data, dt.itemsize * 8, _shape(shape))
@@ -332,7 +332,7 @@ def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     if dtype is None:
         dt = dtypes.canonicalize_dtype(np.float64)
     else:
-        dt = dtypes.check_and_canonicalize_user_dtype(dtype, "normal")
+        dt = dtypes.check_and_canonicalize_user_dtype(dtype)
         if not dtypes.issubdtype(dt, np.inexact):
             raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, "
                              f"got {dt}")
@@ -486,7 +486,7 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -
     """Integers drawn uniformly from ``[minval, maxval)``."""
     data = _single_key("randint", key)
     dt = (dtypes.canonicalize_dtype(np.int64) if dtype is None
-          else dtypes.check_and_canonicalize_user_dtype(dtype, "randint"))
+          else dtypes.check_and_canonicalize_user_dtype(dtype))
     if not dtypes.issubdtype(dt, np.integer):
         raise TypeError(f"randint only accepts integer dtypes, got {dt}")
     shape = _shape(shape)

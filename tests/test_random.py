@@ -268,3 +268,19 @@ def test_errors(program, error):
         program(mrandom, mrandom.PRNGKey(0))
     first_line = str(theirs.value).split(";")[0].split(",")[0]
     assert first_line in str(ours.value)
+
+
+def test_x64_warnings_match_jax():
+    """A 64-bit dtype requested with x64 off warns with JAX's words, then is truncated."""
+    import warnings
+
+    def messages(module):
+        key = module.PRNGKey(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module.randint(key, (2,), 0, 3, "int64")
+            module.uniform(key, (2,), "float64")
+            module.bits(key, (2,), "uint64")
+        return [str(w.message) for w in caught]
+
+    assert messages(mrandom) == messages(jax.random)

@@ -150,6 +150,5 @@ def _one_hot(x: Any, *, num_classes: int, dtype: Any, axis: int) -> Any:
 def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
     """``x[..., None] == arange(num_classes)`` as numbers (float by default)."""
     num_classes = int(num_classes)
-    dt = (dtypes.canonicalize_dtype(np.float64) if dtype is None
-          else dtypes.check_and_canonicalize_user_dtype(dtype, "one_hot"))
+    dt = dtypes.canonicalize_dtype(np.float64) if dtype is None else dtype  # astype checks
     return _one_hot(jnp.asarray(x), num_classes=num_classes, dtype=dt, axis=axis)
