@@ -40,7 +40,7 @@ from grader.session import worker_has_a_user_of_its_own
 
 HOSTILE = Path(__file__).parent / "fixtures" / "grader" / "hostile"
 #: Short exercise limits keep the hanging cases quick; the notebook limit leaves room for them.
-LIMITS = Limits(exercise_seconds=3, notebook_seconds=120)
+LIMITS = Limits(exercise_seconds=5, notebook_seconds=180)
 AS_ROOT = worker_has_a_user_of_its_own()  # as root, the worker runs as `nobody`
 
 FORGERIES = sorted(path.stem for path in HOSTILE.glob("forge_*.ipynb"))
