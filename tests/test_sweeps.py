@@ -148,3 +148,14 @@ def test_jax_flushes_denormals() -> None:
 
     assert not bool(jjnp.float32(1e-45) > 0)
     assert float(jjnp.log(jjnp.float32(1e-40))) == -np.inf
+
+
+def test_compiled_kernels_take_a_constant_operand() -> None:
+    """Generated code passes a splat constant as a Python scalar: the max/min/nextafter
+    kernels must take it (the sweeps only pass arrays)."""
+    fun = minijax.jit(lambda x: (jnp.nextafter(1.0, x), jnp.maximum(0.0, x),
+                                 jnp.minimum(x, -0.0)))
+    after, high, low = fun(jnp.array([1.0, -0.0]))
+    assert np.asarray(after).tolist() == [1.0, float(np.nextafter(np.float32(1), 0))]
+    assert np.signbit(np.asarray(high)).tolist() == [False, False]
+    assert np.signbit(np.asarray(low)).tolist() == [True, True]

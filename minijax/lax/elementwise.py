@@ -437,6 +437,7 @@ def _sign(x: np.ndarray) -> np.ndarray:
 
 def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """NaN wins, and +0.0 is larger than -0.0 (NumPy returns either zero)."""
+    x, y = _as_arrays(x, y)
     out = np.maximum(x, y)
     if not _is_float(out):
         return out
@@ -446,6 +447,7 @@ def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """NaN wins, and -0.0 is smaller than +0.0 (NumPy returns either zero)."""
+    x, y = _as_arrays(x, y)
     out = np.minimum(x, y)
     if not _is_float(out):
         return out
@@ -456,6 +458,7 @@ def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The float next to x toward y; y itself where they are equal (so the sign of a
     zero y is kept, as in C)."""
+    x, y = _as_arrays(x, y)
     return np.where(x == y, y, np.nextafter(x, y)).astype(x.dtype, copy=False)
 
 
