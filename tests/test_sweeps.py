@@ -159,3 +159,16 @@ def test_compiled_kernels_take_a_constant_operand() -> None:
     assert np.asarray(after).tolist() == [1.0, float(np.nextafter(np.float32(1), 0))]
     assert np.signbit(np.asarray(high)).tolist() == [False, False]
     assert np.signbit(np.asarray(low)).tolist() == [True, True]
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_cumulative_extrema_order_zeros(jitted: bool) -> None:
+    """cummax/cummin keep XLA's order of zeros too (JAX: [-0, 0, 0] and [-0, -0, 0])."""
+    lax = minijax.lax
+
+    def fun(x: minijax.Array) -> tuple:
+        return lax.cummax(x), lax.cummin(-x, reverse=True)
+
+    high, low = (minijax.jit(fun) if jitted else fun)(jnp.array([-0.0, 0.0, -0.0]))
+    assert np.signbit(np.asarray(high)).tolist() == [True, False, False]
+    assert np.signbit(np.asarray(low)).tolist() == [True, True, False]

@@ -71,6 +71,7 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "k_digamma": lax.digamma_p.impl, "k_reduce_precision": lax.reduce_precision_p.impl,
     "k_sign": lax.sign_p.impl, "k_max": lax.max_p.impl, "k_min": lax.min_p.impl,
     "k_nextafter": lax.nextafter_p.impl, "k_extreme": lax_reductions.reduce_extreme,
+    "k_accumulate_extreme": lax_reductions.accumulate_extreme,
 }
 
 
@@ -771,6 +772,8 @@ class _FunctionWriter:
             if reverse:
                 src = f"np.flip({src}, {axis})"
             expr = _accumulating(ufunc, src, x.type.dtype, f"axis={axis}")
+            if applies in _EXTREMES and x.type.dtype.kind in "fV":  # XLA's order of zeros
+                expr = f"k_accumulate_extreme(np.{_REDUCE_UFUNCS[applies]}, {src}, {axis})"
             self.bind(indent, op.results, f"np.flip({expr}, {axis})" if reverse else expr)
             return
         body = self.region_function(op.regions[0], indent)

@@ -129,13 +129,33 @@ def reduce_extreme(ufunc: np.ufunc, x: np.ndarray, axes: tuple[int, ...], initia
     above -0.0 (NumPy keeps whichever zero it met first). Only a result that is zero
     needs a second look, so the common case costs nothing extra."""
     out = ufunc.reduce(x, axis=axes, initial=initial)
-    is_float = x.dtype.kind == "f" or x.dtype == dtypes.bfloat16
-    if not is_float or not np.any(out == 0):
+    if not _needs_zeros_ordered(x, out):
         return out
-    negative = ufunc is np.minimum  # a minimum is -0.0 if any zero is; a maximum, +0.0
-    decisive = np.any((x == 0) & (np.signbit(x) == negative), axis=axes)
-    zero = x.dtype.type(-0.0 if negative else 0.0)
-    return np.where((out == 0) & decisive, zero, out).astype(x.dtype, copy=False)
+    decisive, zero = _decisive_zeros(ufunc, x)
+    return np.where((out == 0) & np.any(decisive, axis=axes), zero, out).astype(x.dtype)
+
+
+def accumulate_extreme(ufunc: np.ufunc, x: np.ndarray, axis: int) -> np.ndarray:
+    """``np.maximum.accumulate`` or ``np.minimum.accumulate`` (cummax, cummin), ordering
+    zeros as XLA does (see :func:`reduce_extreme`)."""
+    out = ufunc.accumulate(x, axis=axis)
+    if not _needs_zeros_ordered(x, out):
+        return out
+    decisive, zero = _decisive_zeros(ufunc, x)
+    seen = np.logical_or.accumulate(decisive, axis=axis)
+    return np.where((out == 0) & seen, zero, out).astype(x.dtype)
+
+
+def _needs_zeros_ordered(x: np.ndarray, out: Any) -> bool:
+    """Floats whose extremum came out zero: NumPy may have kept the wrong zero."""
+    return (x.dtype.kind == "f" or x.dtype == dtypes.bfloat16) and bool(np.any(out == 0))
+
+
+def _decisive_zeros(ufunc: np.ufunc, x: np.ndarray) -> tuple[np.ndarray, Any]:
+    """Where the zeros are that decide a zero extremum (a maximum is +0.0 if any zero is
+    +0.0; a minimum, -0.0 if any is -0.0), and that zero."""
+    negative = ufunc is np.minimum
+    return (x == 0) & (np.signbit(x) == negative), x.dtype.type(-0.0 if negative else 0.0)
 
 
 def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None],
@@ -300,7 +320,10 @@ def _cumulative(name: str, ufunc: np.ufunc, accumulate_wide: bool = False,
         acc = _accumulator(x.dtype) if accumulate_wide else x.dtype
         if reverse:
             x = np.flip(x, axis)
-        out = ufunc.accumulate(x, axis=axis, dtype=acc).astype(x.dtype, copy=False)
+        if ufunc in (np.maximum, np.minimum):
+            out = accumulate_extreme(ufunc, x, axis)
+        else:
+            out = ufunc.accumulate(x, axis=axis, dtype=acc).astype(x.dtype, copy=False)
         return np.flip(out, axis) if reverse else out
 
     prim = Primitive(name)
