@@ -27,7 +27,7 @@ from minijax import dtypes, lax
 from minijax.compiler.jit import jit
 from minijax.numpy.creation import asarray, diagonal_mask
 from minijax.numpy.manipulation import moveaxis
-from minijax.numpy.promotion import check_arraylike, promote_args, promote_dtypes, result_type
+from minijax.numpy.promotion import check_arraylike, promote_dtypes, result_type
 from minijax.numpy.reductions import reduction_axes
 from minijax.numpy.reductions import sum as _sum
 from minijax.numpy.ufuncs import where
@@ -90,7 +90,7 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
 def outer(a: Any, b: Any, out: Any = None) -> Any:
     """``a[i] * b[j]`` for the flattened operands: a column times a row."""
     check_arraylike("outer", a, b)
-    a, b = promote_args("outer", asarray(a), asarray(b))
+    a, b = promote_dtypes(asarray(a), asarray(b))  # dtypes only: both are flattened
     column = lax.expand_dims(lax.reshape(a, (a.size,)), (1,))
     row = lax.expand_dims(lax.reshape(b, (b.size,)), (0,))
     return lax.mul(column, row)
