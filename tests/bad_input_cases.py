@@ -675,6 +675,8 @@ VALUES: dict[str, Program] = {
     "cumsum/empty": lambda n: n.jnp.cumsum(E0),
     "sort/empty": lambda n: n.jnp.sort(E03, axis=0),
     "matmul/empty": lambda n: n.jnp.matmul(E30, E03),
+    "outer/shapes_that_do_not_broadcast": lambda n: n.jnp.outer(F4, M23),
+    "multiply/ranks_that_broadcast": lambda n: n.jnp.multiply(F4, M34),
     "concatenate/empty": lambda n: n.jnp.concatenate([E03, M23[:, :3]]),
     "reshape/empty": lambda n: n.jnp.reshape(_a(n, E03), (-1,)),
     "reshape/empty_minus_one": lambda n: n.jnp.reshape(_a(n, E03), (-1, 3)),
