@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minijax import dtypes as mdt
 from minijax import config
+from minijax import dtypes as mdt
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")

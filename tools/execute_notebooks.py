@@ -46,11 +46,26 @@ def _machine_independent(line: str) -> str:
     return line
 
 
+def coalesce_streams(outputs: list) -> list:
+    """One output for each run of prints to the same stream: how a busy machine splits
+    them (a thread printing, the kernel flushing early) varies from run to run."""
+    merged: list = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (output.output_type == "stream" and previous is not None
+                and previous.output_type == "stream" and previous.name == output.name):
+            previous.text += output.text
+        else:
+            merged.append(output)
+    return merged
+
+
 def normalise(nb: nbformat.NotebookNode) -> None:
     """Drop metadata that changes from run to run or from machine to machine."""
     normalise_metadata(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
             cell.metadata.pop("collapsed", None)
             cell.metadata.pop("scrolled", None)
             for output in cell.outputs:
