@@ -19,6 +19,7 @@ the grader (:mod:`grader.session`) enforces the same limits from outside by kill
 from __future__ import annotations
 
 import io
+import resource
 import signal
 import sys
 from collections.abc import Iterator
@@ -51,6 +52,30 @@ class Limits:
     def notebook_time_is_up(self) -> str:
         """The message for exercises that the notebook's time limit left ungraded."""
         return f"notebook time limit exceeded ({self.notebook_seconds:g} s)"
+
+
+def confine(memory_mb: int, file_mb: int, processes: int) -> None:
+    """The worker's resource limits, set by the worker itself before it runs learner code:
+    ``memory_mb`` of address space, files of at most ``file_mb``, no core dumps, and (when
+    ``processes`` is not 0, for a worker that runs as a user of its own) at most
+    ``processes`` processes and threads. Soft and hard limits alike, so that learner code
+    cannot raise them again."""
+    _limit(resource.RLIMIT_AS, memory_mb * 2**20)
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_FSIZE, file_mb * 2**20)
+    if processes:
+        _limit(resource.RLIMIT_NPROC, processes)
+
+
+def _limit(kind: int, value: int) -> None:
+    """Set a resource limit where the system supports it (macOS refuses an address-space
+    limit, for one); never raise it above the current hard limit."""
+    hard = resource.getrlimit(kind)[1]
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    try:
+        resource.setrlimit(kind, (value, value))
+    except (ValueError, OSError):
+        pass
 
 
 class GradingLimit(BaseException):

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ctypes
 import os
 import pwd
-import resource
 import secrets
 import shutil
 import signal
@@ -89,8 +88,18 @@ class Session:
         self.channel = Channel(replies_read, requests_write)
 
     def _spawn(self, requests_read: int, replies_write: int) -> subprocess.Popen[bytes]:
+        """Start the worker, as ``self.user`` if there is one. The switch of user is done by
+        ``Popen`` itself, between fork and exec in C: no Python runs in the forked child,
+        which could deadlock on a lock held by another thread of this (multithreaded)
+        process. The worker sets its resource limits itself, before any learner code."""
+        limits = self.limits
+        processes = limits.processes if self.user is not None else 0  # 0: no process limit
+        identity: dict[str, Any] = {}
+        if self.user is not None:
+            identity = {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
         return subprocess.Popen(
-            [sys.executable, "-m", "grader.worker", str(requests_read), str(replies_write)],
+            [sys.executable, "-m", "grader.worker", str(requests_read), str(replies_write),
+             str(limits.memory_mb), str(limits.file_mb), str(processes)],
             cwd=self.folder,
             env=self._environment(),
             stdin=subprocess.DEVNULL,
@@ -98,7 +107,7 @@ class Session:
             stderr=subprocess.DEVNULL,
             pass_fds=(requests_read, replies_write),
             start_new_session=True,
-            preexec_fn=self._confine,
+            **identity,
         )
 
     def ask(self, request: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -178,29 +187,6 @@ class Session:
             "OMP_NUM_THREADS": "1",
             _TOKEN_VARIABLE: self.token,
         }
-
-    def _confine(self) -> None:
-        """Runs in the child between fork and exec: resource limits, then the user."""
-        _limit(resource.RLIMIT_AS, self.limits.memory_mb * 2**20)
-        _limit(resource.RLIMIT_CORE, 0)
-        _limit(resource.RLIMIT_FSIZE, self.limits.file_mb * 2**20)
-        if self.user is not None:
-            os.setgroups([])
-            os.setgid(self.user.pw_gid)
-            os.setuid(self.user.pw_uid)
-            _limit(resource.RLIMIT_NPROC, self.limits.processes)
-
-
-def _limit(kind: int, value: int) -> None:
-    """Set a resource limit where the system supports it (macOS refuses an address-space
-    limit, for one); never raise it above the current hard limit."""
-    hard = resource.getrlimit(kind)[1]
-    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-    try:
-        resource.setrlimit(kind, (value, value))
-    except (ValueError, OSError):
-        pass
-
 
 def worker_has_a_user_of_its_own() -> bool:
     """Whether workers run as an unprivileged user of their own (the grader runs as root)."""

@@ -1,4 +1,4 @@
-"""The untrusted worker: ``python -m grader.worker REQUESTS REPLIES`` (two pipe descriptors).
+"""The untrusted worker: ``python -m grader.worker REQUESTS REPLIES MEMORY_MB FILE_MB PROCESSES``.
 
 The learner's notebook runs here and nowhere else. The worker does only what the grader
 (:mod:`grader.runner`, the trusted process) asks, one request at a time, and answers each with
@@ -30,7 +30,7 @@ from grader import inline
 from grader.channel import Channel, ChannelClosed
 from grader.chapters import checks_from_source
 from grader.checks import Check
-from grader.limits import Limits, TimeLimitExceeded, guard
+from grader.limits import Limits, TimeLimitExceeded, confine, guard
 from grader.outcome import Status, result_from_exception
 from grader.plain import decode, encode, safe_str, type_name
 
@@ -38,7 +38,10 @@ Reply = dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
-    read_fd, write_fd = (int(arg) for arg in (argv if argv is not None else sys.argv[1:]))
+    """``REQUESTS REPLIES MEMORY_MB FILE_MB PROCESSES``: the two pipes, then the limits."""
+    read_fd, write_fd, memory_mb, file_mb, processes = (
+        int(arg) for arg in (argv if argv is not None else sys.argv[1:]))
+    confine(memory_mb, file_mb, processes)
     channel = Channel(read_fd, write_fd)
     inline.mute()
     worker = Worker()
