@@ -22,6 +22,7 @@ kills the worker and raises :class:`WorkerLost`; the grader then starts a new on
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import pwd
 import secrets
@@ -193,13 +194,26 @@ def worker_has_a_user_of_its_own() -> bool:
     return _unprivileged_user() is not None
 
 
+@functools.cache
 def _unprivileged_user() -> pwd.struct_passwd | None:
+    """The user workers run as: ``nobody`` when the grader runs as root and that user can
+    start a worker here (it cannot when the course lies in a folder only root may enter,
+    such as one made by ``mktemp -d``); otherwise none, and workers run as the grader's user."""
     if os.geteuid() != 0 or not _WORKER_USER:
         return None
     try:
-        return pwd.getpwnam(_WORKER_USER)
+        user = pwd.getpwnam(_WORKER_USER)
     except KeyError:
         return None
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import grader.worker"], cwd="/", timeout=60,
+            env={"PATH": os.defpath, "PYTHONPATH": str(IMPORT_ROOT)},
+            user=user.pw_uid, group=user.pw_gid, extra_groups=[],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return user if probe.returncode == 0 else None
 
 
 def _protect_memory() -> None:

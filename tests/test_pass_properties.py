@@ -252,9 +252,9 @@ def test_eager_loops_run_compiled_and_agree_with_the_interpreter(name: str) -> N
     body is traced again, to an equal jaxpr); the results are the interpreter's."""
     loop = EAGER_LOOPS[name]
     x = jnp.asarray(np.array([0.5, 2.0, -0.0, 9.0], np.float32))
-    before = len(eager_loops._programs)
+    eager_loops._programs.clear()  # another test in this process may have compiled it
     first, second = minijax.block_until_ready((loop(x), loop(x)))
-    assert len(eager_loops._programs) == before + 1
+    assert len(eager_loops._programs) == 1
     for ours, expected in zip(minijax.tree_util.tree_leaves((first, second)),
                               minijax.tree_util.tree_leaves((interpreted(loop, x),) * 2)):
         assert_same_bits(ours, expected, tolerance=False)
