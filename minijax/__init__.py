@@ -7,7 +7,7 @@ Use it the way you would use JAX::
     from minijax import lax
 """
 
-from minijax import debug, errors, lax, nn, numpy, random, scipy, test_util, tree, tree_util
+from minijax import debug, errors, lax, numpy, test_util, tree, tree_util
 from minijax.api import ShapeDtypeStruct, device_get, effects_barrier, make_jaxpr
 from minijax.array import Array
 from minijax.autodiff import (
@@ -36,6 +36,18 @@ from minijax.runtime import (
 )
 
 jacobian = jacrev  # JAX's alias
+
+# Loaded when first used (``minijax.random.key(0)``, ``from minijax import nn``): they are
+# not needed to import the rest, and a first ``import minijax`` stays quick.
+_ON_FIRST_USE = ("nn", "random", "scipy")
+
+
+def __getattr__(name: str):
+    if name in _ON_FIRST_USE:
+        import importlib
+
+        return importlib.import_module(f"minijax.{name}")
+    raise AttributeError(f"module 'minijax' has no attribute {name!r}")
 
 # The JAX release whose API, semantics and printed output minijax mirrors: code that checks
 # jax.__version__ to choose an API then takes the branch that minijax implements. (The
