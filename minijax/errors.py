@@ -164,6 +164,12 @@ def item_assignment_error() -> TypeError:
     )
 
 
+def check_callable(fun: object) -> None:
+    """Transformations check their function at once, not when it is first called."""
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun}")
+
+
 class JaxRuntimeError(RuntimeError):
     """A computation failed while it ran (asynchronously), not while it was set up.
 
@@ -183,5 +189,6 @@ __all__ = [
     "TracerIntegerConversionError",
     "TracingContext",
     "UnexpectedTracerError",
+    "check_callable",
     "item_assignment_error",
 ]

@@ -39,6 +39,7 @@ from minijax import core, tracing
 from minijax import pretty_printer as pp
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Tracer
+from minijax.errors import check_callable
 from minijax.flags import config
 from minijax.jaxpr import (
     ClosedJaxpr,
@@ -502,12 +503,6 @@ def _tracer_consts_as_inputs(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any
 _NO_FUNCTION: Any = object()  # jit(...) without a function: a decorator (None is an error)
 
 
-def check_callable(fun: Any) -> None:
-    """Transformations check their function at once, not when it is first called."""
-    if not callable(fun):
-        raise TypeError(f"Expected a callable value, got {fun}")
-
-
 def jit(fun: Callable = _NO_FUNCTION, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
@@ -545,4 +540,4 @@ def _check_backend(backend: str) -> None:
         raise RuntimeError(f"Unknown backend {backend}. Available backends are ['cpu']")
 
 
-__all__ = ["Jitted", "check_callable", "jit", "jit_p"]
+__all__ = ["Jitted", "jit", "jit_p"]
