@@ -389,12 +389,16 @@ def test_screenshots_of_two_pages(site, served, browser):
         assert (SCREENSHOTS / f"{name}.png").stat().st_size > 10_000, name
 
 
+# Sphinx's search lists its results one at a time and retitles the page "Search Results"
+# when it has listed them all: count them then, not at the first one.
 SEARCH_RESULTS = """new Promise(resolve => {
   const started = Date.now();
   const poll = () => {
-    const found = document.querySelectorAll('#search-results li');
-    if (found.length || Date.now() - started > 20000) { resolve(found.length); }
-    else { setTimeout(poll, 100); }
+    const title = document.querySelector('#search-results h2');
+    const done = title && title.innerText === 'Search Results';
+    if (done || Date.now() - started > 20000) {
+      resolve(document.querySelectorAll('#search-results li').length);
+    } else { setTimeout(poll, 100); }
   };
   poll();
 })"""
