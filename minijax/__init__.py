@@ -20,7 +20,10 @@ from minijax.autodiff import (
     value_and_grad,
     vjp,
 )
-from minijax.compiler import eager_loops  # noqa: F401  (eager loops run compiled)
+from minijax.compiler import (
+    eager_loops,  # noqa: F401  (eager loops run compiled)
+    numpy_backend,  # noqa: F401  (installs itself as jit's backend)
+)
 from minijax.compiler.jit import jit
 from minijax.core import ShapedArray
 from minijax.custom_derivatives import custom_jvp, custom_vjp

@@ -135,10 +135,6 @@ class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tra
 
     __hash__ = None  # type: ignore[assignment]  # like NumPy and JAX arrays
 
-    def __reduce__(self):
-        # Pickling and copy.deepcopy move the value, not the device or the pending work.
-        return (_from_pickled, (np.array(self._wait()), self.weak_type))
-
     # --- printing --------------------------------------------------------------------------
     def __repr__(self) -> str:
         """NumPy's repr layout with JAX's name. Where NumPy would move the dtype to a new
@@ -161,7 +157,11 @@ class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tra
 Array.register(Tracer)
 
 
-def _from_pickled(value: np.ndarray, weak_type: bool) -> Array:
-    from minijax.runtime import put_numpy
+_PYTHON_SCALARS = (bool, int, float, complex)
 
-    return put_numpy(value, weak_type=weak_type)
+
+def is_jax_value(x: Any) -> bool:
+    """Arrays, Python numbers and NumPy values: what ``lax`` accepts as an operand."""
+    return (type(x) in _PYTHON_SCALARS or isinstance(x, (np.ndarray, np.generic))
+            or type(x) is Array or isinstance(x, Tracer))
+

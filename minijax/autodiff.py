@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from minijax import core, dtypes, lax
-from minijax.array import Array
+from minijax.array import Array, is_jax_value
 from minijax.core import ShapedArray, Tracer
 from minijax.errors import check_callable
 from minijax.interpreters import ad, control_flow_ad, jit_ad, jvp_rules, transpose_rules  # noqa: F401
@@ -29,7 +29,6 @@ from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangen
 from minijax.interpreters.partial_eval import PartialEvalTrace, without_dead_code
 from minijax.interpreters.transpose import backward_pass
 from minijax.jaxpr import ClosedJaxpr
-from minijax.lax.elementwise import is_jax_value
 from minijax.runtime import host_to_array, put_numpy
 from minijax.tree_util import PyTreeDef, tree_flatten, tree_map, tree_structure, tree_unflatten
 

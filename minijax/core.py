@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -401,12 +401,74 @@ def check_valid_tracer(tracer: Tracer) -> None:
                                            *tracer._creation_site())
 
 
-def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
-    """Run a jaxpr on arguments, as ``jax.core.eval_jaxpr`` does: each equation's
-    primitive is bound under the current trace (see ``minijax.jaxpr.eval_jaxpr``)."""
-    from minijax.jaxpr import eval_jaxpr as evaluate
+# ---------------------------------------------------------------------------------------
+# Jaxpr literals and evaluation (the rest of the jaxpr data lives in minijax.jaxpr)
+# ---------------------------------------------------------------------------------------
 
-    return evaluate(jaxpr, consts, *args)
+
+class Literal:
+    """A scalar constant written inline in an equation, e.g. ``2.0:f32[]``.
+
+    ``value`` is the constant (an Array made of a host scalar). ``written`` is the Python
+    number it was made from when it kept that number's default dtype: JAX prints what the
+    user wrote, so ``x * 0.1`` shows ``0.1:f32[]``, while ``x * np.float32(0.1)`` shows
+    the float32 value, ``0.10000000149011612:f32[]``.
+    """
+
+    __slots__ = ("_value", "aval", "written")
+
+    def __init__(self, value: Any, aval: ShapedArray, written: Any = None) -> None:
+        self._value = value
+        self.aval = aval
+        self.written = written
+
+    @property
+    def value(self) -> Any:
+        """The constant. Reading it tells the current trace that it is a host scalar, so
+        that a jaxpr evaluated under a trace records its literals as literals again."""
+        note_host_scalar(self._value, self.written)
+        return self._value
+
+    @property
+    def val(self) -> Any:
+        """The constant, under JAX's name for it (interpreters written for JAX read it)."""
+        return self.value
+
+    def text(self) -> str:
+        """As a jaxpr writes it: ``2.0:f32[]``."""
+        value = self.written if self.written is not None else np.asarray(self.value)
+        return f"{np.asarray(value).item()}:{self.aval.str_short()}"
+
+    def __repr__(self) -> str:
+        return f"Literal({self.text()})"
+
+
+def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], *args: Any) -> list[Any]:
+    """Run ``jaxpr`` on ``args``: a tiny interpreter that binds every equation.
+
+    It is JAX's ``jax.core.eval_jaxpr``; the data it walks is defined in
+    ``minijax.jaxpr``, and the literals it reads are :class:`Literal` s, defined here.
+
+    Because it *binds* (rather than computing with NumPy), evaluating a jaxpr under a
+    transformation transforms it: this is how control-flow bodies get differentiated,
+    traced again or evaluated eagerly, with one function.
+    """
+    env: dict[Any, Any] = {}  # Var -> value
+
+    def read(atom: Any) -> Any:
+        return atom.value if type(atom) is Literal else env[atom]
+
+    for var, value in zip(jaxpr.constvars, consts, strict=True):
+        env[var] = value
+    for var, value in zip(jaxpr.invars, args, strict=True):
+        env[var] = value
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for var, value in zip(eqn.outvars, outs, strict=True):
+            env[var] = value
+    return [read(atom) for atom in jaxpr.outvars]
 
 
 def is_concrete(x: Any) -> bool:

@@ -43,10 +43,17 @@ from minijax.interpreters.ad import (
     tangent_aval,
 )
 from minijax.interpreters.transpose import transpose_rules
-from minijax.jaxpr import ClosedJaxpr, eval_closed_jaxpr, pp_param_rules
-from minijax.lax.control_flow.common import consts_as_inputs, leaf_paths, mismatch_reason
+from minijax.jaxpr import ClosedJaxpr, consts_as_inputs, eval_closed_jaxpr, pp_param_rules
+from minijax.lax.control_flow.common import mismatch_reason
 from minijax.lax.elementwise import operand
-from minijax.tree_util import PyTreeDef, tree_flatten, tree_map, tree_structure, tree_unflatten
+from minijax.tree_util import (
+    PyTreeDef,
+    leaf_paths,
+    tree_flatten,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 
 __all__ = ["custom_jvp", "custom_vjp"]
 

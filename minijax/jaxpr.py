@@ -32,7 +32,7 @@ import numpy as np
 
 from minijax import core, errors
 from minijax import pretty_printer as pp
-from minijax.core import Primitive, ShapedArray
+from minijax.core import Literal, Primitive, ShapedArray, eval_jaxpr
 
 # ---------------------------------------------------------------------------------------
 # The data
@@ -49,38 +49,6 @@ class Var:
 
     def __repr__(self) -> str:
         return f"Var({self.aval.str_short()})"
-
-
-class Literal:
-    """A scalar constant written inline in an equation, e.g. ``2.0:f32[]``.
-
-    ``value`` is the constant (an Array made of a host scalar). ``written`` is the Python
-    number it was made from when it kept that number's default dtype: JAX prints what the
-    user wrote, so ``x * 0.1`` shows ``0.1:f32[]``, while ``x * np.float32(0.1)`` shows
-    the float32 value, ``0.10000000149011612:f32[]``.
-    """
-
-    __slots__ = ("_value", "aval", "written")
-
-    def __init__(self, value: Any, aval: ShapedArray, written: Any = None) -> None:
-        self._value = value
-        self.aval = aval
-        self.written = written
-
-    @property
-    def value(self) -> Any:
-        """The constant. Reading it tells the current trace that it is a host scalar, so
-        that a jaxpr evaluated under a trace records its literals as literals again."""
-        core.note_host_scalar(self._value, self.written)
-        return self._value
-
-    @property
-    def val(self) -> Any:
-        """The constant, under JAX's name for it (interpreters written for JAX read it)."""
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"Literal({_literal_text(self)})"
 
 
 Atom = Var | Literal
@@ -185,31 +153,6 @@ def has_effects(jaxpr: Jaxpr) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
-def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
-    """Run ``jaxpr`` on ``args``: a tiny interpreter that binds every equation.
-
-    Because it *binds* (rather than computing with NumPy), evaluating a jaxpr under a
-    transformation transforms it: this is how control-flow bodies get differentiated,
-    traced again or evaluated eagerly, with one function.
-    """
-    env: dict[Var, Any] = {}
-
-    def read(atom: Atom) -> Any:
-        return atom.value if type(atom) is Literal else env[atom]
-
-    for var, value in zip(jaxpr.constvars, consts, strict=True):
-        env[var] = value
-    for var, value in zip(jaxpr.invars, args, strict=True):
-        env[var] = value
-    for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
-        if not eqn.primitive.multiple_results:
-            outs = [outs]
-        for var, value in zip(eqn.outvars, outs, strict=True):
-            env[var] = value
-    return [read(atom) for atom in jaxpr.outvars]
-
-
 def eval_closed_jaxpr(closed: ClosedJaxpr, *args: Any) -> list[Any]:
     return eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
@@ -272,14 +215,9 @@ class PrintContext:
                 self.names[inner_var] = self.name(outer_var)
 
 
-def _literal_text(lit: Literal) -> str:
-    value = lit.written if lit.written is not None else np.asarray(lit.value)
-    return f"{np.asarray(value).item()}:{lit.aval.str_short()}"
-
-
 def pp_atom(atom: Atom, context: PrintContext) -> str:
     if type(atom) is Literal:
-        return _literal_text(atom)
+        return atom.text()
     return context.name(atom)
 
 
@@ -516,3 +454,66 @@ def _check(top: Jaxpr) -> None:
 
 
 typecheck = check_jaxpr
+
+
+# ---------------------------------------------------------------------------------------
+# Jaxpr surgery: the operands of control flow, and values a jaxpr passes through
+# ---------------------------------------------------------------------------------------
+
+
+def split_list(values: Sequence[Any], *sizes: int) -> list[list[Any]]:
+    """``values`` cut into consecutive pieces of the given sizes, plus the rest: how the
+    flat operands of a control-flow primitive (consts, carry, xs, ...) are taken apart."""
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(list(values[start:start + size]))
+        start += size
+    return [*pieces, list(values[start:])]
+
+def consts_as_inputs(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+    """Turn the captured constants into leading inputs: ``(jaxpr without consts, consts)``.
+
+    A control-flow primitive receives the constants as operands, so that captured tracers
+    of an enclosing trace become ordinary inputs of its equation.
+    """
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr([], [*j.constvars, *j.invars], j.outvars, j.eqns), []), closed.consts
+
+def merge_consts(closed_jaxprs: Sequence[ClosedJaxpr]) -> tuple[list[ClosedJaxpr], list[Any]]:
+    """Give several jaxprs (the branches of a ``cond``) one shared list of constants.
+
+    Every jaxpr gets the union of all constants as leading inputs (one per distinct
+    value), ignoring those it does not use; the branches can then be called alike.
+    """
+    consts: list[Any] = []
+    seen: set[int] = set()
+    for closed in closed_jaxprs:
+        for c in closed.consts:
+            if id(c) not in seen:
+                seen.add(id(c))
+                consts.append(c)
+    merged = []
+    for closed in closed_jaxprs:
+        j = closed.jaxpr
+        own = {id(c): v for c, v in zip(closed.consts, j.constvars, strict=True)}
+        constvars = [own.get(id(c)) or Var(c.aval) for c in consts]
+        merged.append(ClosedJaxpr(Jaxpr([], [*constvars, *j.invars], j.outvars, j.eqns), []))
+    return merged, consts
+
+def forwarded_inputs(jaxpr: Jaxpr) -> list[int | None]:
+    """For each output: the index of the input it simply returns, or None."""
+    position = {v: i for i, v in enumerate(jaxpr.invars)}
+    return [position.get(v) if type(v) is Var else None for v in jaxpr.outvars]
+
+def keep_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    """The jaxpr with only the outputs marked in ``keep`` (equations are left alone)."""
+    j = closed.jaxpr
+    outvars = [v for v, k in zip(j.outvars, keep, strict=True) if k]
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, outvars, j.eqns), closed.consts)
+
+def move_inputs_to_front(closed: ClosedJaxpr, to_move: Sequence[bool]) -> ClosedJaxpr:
+    """Reorder the inputs: those marked in ``to_move`` first, the others after them."""
+    j = closed.jaxpr
+    moved = [v for v, m in zip(j.invars, to_move, strict=True) if m]
+    rest = [v for v, m in zip(j.invars, to_move, strict=True) if not m]
+    return ClosedJaxpr(Jaxpr(j.constvars, moved + rest, j.outvars, j.eqns), closed.consts)

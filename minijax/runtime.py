@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextvars
+import copyreg
 import os
 import queue
 import re
@@ -296,6 +297,15 @@ def put_numpy(value: np.ndarray, weak_type: bool = False, device: Device | None 
     value.flags.writeable = False
     aval = ShapedArray(value.shape, value.dtype, weak_type)
     return Array(aval, value, device or default_device(), committed)
+
+
+def _reduce_array(x: Array) -> tuple:
+    """Pickling and ``copy.deepcopy`` move the value, not the device or the pending work.
+    (Registered with ``copyreg`` here, because ``Array`` sits below the runtime.)"""
+    return (put_numpy, (np.array(x._wait()), x.weak_type))
+
+
+copyreg.pickle(Array, _reduce_array)
 
 
 _copy_p = Primitive("device_put")

@@ -24,12 +24,13 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from types import CodeType
-from typing import Any
+from typing import Any, NamedTuple
 
 from minijax import core, errors, runtime
-from minijax.array import Array
+from minijax.array import Array, is_jax_value
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, PrintContext, Var, pp_eqn
+from minijax.tree_util import PyTreeDef, leaf_paths, tree_flatten, tree_structure
 
 # ---------------------------------------------------------------------------------------
 # Where an equation came from
@@ -245,3 +246,108 @@ def tracing_context(fun: Callable, purpose: str, arg_names: Sequence[str] = ()
     code = getattr(fun, "__code__", None)
     source = f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
     return errors.TracingContext(name, source, purpose, tuple(arg_names))
+
+
+# ---------------------------------------------------------------------------------------
+# Tracing a Python function of pytrees, with the argument names error messages use
+# ---------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_signature(fun: Callable) -> inspect.Signature:
+    return inspect.signature(fun)
+
+def _signature(fun: Callable) -> inspect.Signature:
+    """``inspect.signature(fun)``, remembered: it costs tens of microseconds, and an
+    eager loop asks for it at every call."""
+    try:
+        return _cached_signature(fun)
+    except TypeError:  # an unhashable callable (or no signature: asked again, raises)
+        return inspect.signature(fun)
+
+def _parameter_names(fun: Callable, args: Sequence[Any], kwargs: dict[str, Any]
+                     ) -> tuple[list[str], dict[str, str]] | None:
+    """How each positional and keyword argument of a call is named by ``fun``'s signature
+    (``args[2]`` for a ``*args`` parameter); None if there is no usable signature."""
+    try:
+        bound = _signature(fun).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    positional: list[str] = []
+    keyword: dict[str, str] = {}
+    for name, param in bound.signature.parameters.items():
+        if name not in bound.arguments:
+            continue
+        if param.kind is param.VAR_POSITIONAL:
+            positional += [f"{name}[{i}]" for i in range(len(bound.arguments[name]))]
+        elif param.kind is param.VAR_KEYWORD:
+            keyword.update({key: f"{name}[{key!r}]" for key in bound.arguments[name]})
+        elif name in kwargs:
+            keyword[name] = name
+        else:
+            positional.append(name)
+    return positional, keyword
+
+def argument_names(fun: Callable, args: Sequence[Any], kwargs: dict[str, Any] | None = None,
+                   static_argnums: Sequence[int] = ()) -> tuple[str, ...]:
+    """The name of every leaf of ``(args, kwargs)``, in flattening order, leaving out the
+    arguments at ``static_argnums``: what "depends on the value of the argument ..." says."""
+    kwargs = kwargs or {}
+    names = _parameter_names(fun, args, kwargs)
+    if names is None:
+        return ()
+    positional, keyword = names
+    out: list[str] = []
+    for i, (name, arg) in enumerate(zip(positional, args)):
+        if i not in static_argnums:
+            out += [name + path for path in leaf_paths(tree_structure(arg))]
+    for key in sorted(kwargs):
+        out += [keyword[key] + path
+                for path in leaf_paths(tree_structure(kwargs[key]))]
+    return tuple(out)
+
+class DebugInfo(NamedTuple):
+    """What error messages say about a traced function: why it is traced ("cond",
+    "scan", "jit", ...) and, when the function traced is a wrapper (``fori_loop``'s loop
+    body), the user's function and the names of its arguments."""
+
+    purpose: str
+    fun: Callable | None = None
+    arg_names: Sequence[str] | None = None
+
+def trace_function(fun: Callable, args_avals: tuple, debug: DebugInfo,
+                   kwargs_avals: dict | None = None) -> tuple[ClosedJaxpr, PyTreeDef]:
+    """Trace ``fun(*args, **kwargs)``, given as pytrees of avals, into a closed jaxpr of the
+    flattened inputs and outputs; also return the treedef of the output.
+
+    The tracing context names the function and its arguments, so that an ``if`` on a
+    traced value says which function and which argument it came from.
+    """
+    kwargs_avals = kwargs_avals or {}
+    named_fun = debug.fun or fun
+    arg_names = debug.arg_names
+    if arg_names is None:
+        arg_names = argument_names(named_fun, args_avals, kwargs_avals)
+    in_avals, in_tree = tree_flatten((args_avals, kwargs_avals))
+    out_tree: PyTreeDef | None = None
+
+    def flat_fun(*flat_args: Any) -> list[Any]:
+        nonlocal out_tree
+        args, kwargs = in_tree.unflatten(flat_args)
+        outs, out_tree = tree_flatten(fun(*args, **kwargs))
+        _check_outputs(outs, out_tree, context)
+        return outs
+
+    context = tracing_context(named_fun, debug.purpose, arg_names)
+    jaxpr = trace_to_jaxpr(flat_fun, in_avals, context)
+    return jaxpr, out_tree
+
+def _check_outputs(outs: list[Any], out_tree: PyTreeDef, context: Any) -> None:
+    """JAX's TypeError for an output that is no array (a string...), naming where it is."""
+    for i, leaf in enumerate(outs):
+        if not is_jax_value(leaf):
+            path = leaf_paths(out_tree)[i]
+            at = f" at output component {path}" if path else ""
+            raise TypeError(
+                f"function {context.fun_name} at {context.source} traced for {context.purpose} "
+                f"returned a value of type {type(leaf)}{at}, which is not a valid JAX type")

@@ -627,3 +627,52 @@ register_pytree_node(
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: Partial(func, *children[0], **children[1]),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# Where two trees differ, and how error messages name a leaf
+# ---------------------------------------------------------------------------------------
+
+
+def leaf_paths(treedef: PyTreeDef) -> list[str]:
+    """The key path of every leaf of ``treedef``, like ``[0]['w']`` (``""`` for a bare leaf)."""
+    if treedef.node_data() is None:
+        return [""]
+    keys = _child_keys(treedef)
+    return [key + path for key, child in zip(keys, treedef.children(), strict=True)
+            for path in leaf_paths(child)]
+
+def structure_differences(tree1: PyTreeDef, tree2: PyTreeDef, leaf: str,
+                          path: str = "") -> list[tuple[str, str, str, str]]:
+    """Where two tree structures differ: ``(path, thing1, thing2, explanation)`` for each
+    place, ``thing`` describing the node there (``leaf`` is how a leaf is described)."""
+    node1, node2 = tree1.node_data(), tree2.node_data()
+    if node1 is None and node2 is None:
+        return []
+    type1 = leaf if node1 is None else str(node1[0])
+    type2 = leaf if node2 is None else str(node2[0])
+    if node1 is None or node2 is None or node1[0] is not node2[0]:
+        return [(path, type1, type2, "their Python types differ")]
+    kind, children1, children2 = node1[0], tree1.children(), tree2.children()
+    if kind in (list, tuple) and len(children1) != len(children2):
+        return [(path, f"{kind.__name__} of length {len(children1)}",
+                 f"{kind.__name__} of length {len(children2)}", "the lengths do not match")]
+    if len(children1) != len(children2):
+        def count(n: int) -> str:
+            return f"with {n} child{'ren' if n > 1 else ''}"
+        why = "the numbers of children do not match"
+        if kind is dict:
+            extra = " ".join(sorted(map(repr, set(node1[1]) ^ set(node2[1]))))
+            why += f", with the symmetric difference of key sets: {{{extra}}}"
+        return [(path, f"{type1} {count(len(children1))}", f"{type2} {count(len(children2))}",
+                 why)]
+    data1, data2 = node1[1], node2[1]
+    if data1 != data2:
+        show1, show2 = (tuple(data1), tuple(data2)) if kind is dict else (data1, data2)
+        return [(path, f"{type1} with pytree metadata {show1}",
+                 f"{type2} with pytree metadata {show2}",
+                 "the pytree node metadata does not match")]
+    differences = []
+    for key, child1, child2 in zip(_child_keys(tree1), children1, children2):
+        differences += structure_differences(child1, child2, leaf, path + key)
+    return differences

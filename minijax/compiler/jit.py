@@ -33,7 +33,7 @@ import types
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from minijax import core, tracing
 from minijax import pretty_printer as pp
@@ -51,9 +51,9 @@ from minijax.jaxpr import (
     pp_eqn_rules,
     pp_eqn_with_params,
 )
-from minijax.lax.control_flow.common import DebugInfo, argument_names, trace_function
 from minijax.runtime import _as_array, _placement
 from minijax.shape_dtype import abstractify
+from minijax.tracing import DebugInfo, argument_names, trace_function
 from minijax.tree_util import PyTreeDef, tree_flatten
 
 # ---------------------------------------------------------------------------------------
@@ -120,18 +120,43 @@ def executable_for(closed: ClosedJaxpr, name: str = "jit", keep_unused: bool = F
     return executable
 
 
+class Backend(NamedTuple):
+    """A compiler for lowered programs: ``compile_module`` takes a StableHLO module in
+    memory, ``compile_text`` its text; both return an executable, a function of NumPy
+    arrays returning a list of NumPy arrays (with ``.as_text()``, its generated code)."""
+
+    compile_module: Callable[[Any], Callable[..., list[Any]]]
+    compile_text: Callable[[str], Callable[..., list[Any]]]
+
+
+_backend: Backend | None = None
+
+
+def install_backend(backend: Backend) -> None:
+    """Make ``backend`` the compiler of every ``jit``. The NumPy backend (the mini-XLA)
+    installs itself when it is imported: it sits above this module, and knows nothing
+    of jaxprs, so ``jit`` finds it here at call time rather than importing it."""
+    global _backend
+    _backend = backend
+
+
+def backend() -> Backend:
+    if _backend is None:
+        raise RuntimeError("no backend installed: import minijax (or a backend module)")
+    return _backend
+
+
 def compile_jaxpr(closed: ClosedJaxpr, name: str, keep_unused: bool = False
                   ) -> Callable[..., list[Any]]:
     """Compile ``closed`` into a function of NumPy arrays (all of the jaxpr's inputs):
-    lower it to a StableHLO module and hand the module to the NumPy backend (in memory:
-    the text is the contract with real XLA, and the mini-XLA would only parse it back).
+    lower it to a StableHLO module and hand the module to the backend (in memory: the
+    text is the contract with real XLA, and the mini-XLA would only parse it back).
     The program takes only the inputs it uses, so the others are dropped on the way in."""
-    from minijax.compiler import lowering, numpy_backend
+    from minijax.compiler import lowering
 
     module, used = lowering.lower_to_module(closed, module_name=lowering.module_name(name),
                                             keep_unused=keep_unused)
-    return with_used_inputs(numpy_backend.compile_module(module),
-                            None if keep_unused else used)
+    return with_used_inputs(backend().compile_module(module), None if keep_unused else used)
 
 
 def with_used_inputs(executable: Callable[..., list[Any]], used: Sequence[bool] | None

@@ -26,7 +26,7 @@ import ml_dtypes
 import numpy as np
 
 from minijax import lax
-from minijax.compiler import lowering, passes
+from minijax.compiler import jit, lowering, passes
 from minijax.compiler.stablehlo import (
     Block,
     Func,
@@ -1327,3 +1327,5 @@ def compile_module(module: Module, pipeline: Sequence[str] = passes.DEFAULT_PIPE
     out_avals = [ShapedArray(t.shape, t.dtype) for t in main.result_types]
     return Executable(module, source, namespace[main.name], in_avals, out_avals)
 
+
+jit.install_backend(jit.Backend(compile_module=compile_module, compile_text=compile))

@@ -19,13 +19,18 @@ from typing import Any
 
 from minijax import core
 from minijax.compiler import jit as jit_module
-from minijax.compiler import lowering, numpy_backend
+from minijax.compiler import lowering
 from minijax.core import ShapedArray
 from minijax.jaxpr import ClosedJaxpr
-from minijax.lax.control_flow.common import leaf_paths, structure_differences
 from minijax.runtime import host_to_array
 from minijax.shape_dtype import ShapeDtypeStruct
-from minijax.tree_util import PyTreeDef, tree_flatten, tree_unflatten
+from minijax.tree_util import (
+    PyTreeDef,
+    leaf_paths,
+    structure_differences,
+    tree_flatten,
+    tree_unflatten,
+)
 
 
 def _shape_dtype(aval: ShapedArray) -> ShapeDtypeStruct:
@@ -107,7 +112,7 @@ class Compiled(_Stage):
 
     def __init__(self, fun_name: str, entry: jit_module.CacheEntry, text: str) -> None:
         super().__init__(fun_name, entry)
-        self._executable = numpy_backend.compile(text)
+        self._executable = jit_module.backend().compile_text(text)
         used = None if entry.params["keep_unused"] else lowering.used_inputs(self._closed_jaxpr)
         jit_module.use_executable(self._closed_jaxpr,
                                   jit_module.with_used_inputs(self._executable, used))

@@ -67,24 +67,25 @@ class Zero:
 def instantiate(tangent: Any) -> Any:
     """An array for a tangent: symbolic zeros become real zeros (with the current trace).
 
-    Under ``linearize`` (a partial-evaluation trace), an array of zeros is recorded in the
-    linear part with the other tangent computations, as JAX's linearize does, although
-    nothing unknown goes into it.
+    The zeros are made by :func:`zeros_like_aval`, which is written with base primitives
+    (``minijax.lax`` installs it, see :func:`install_zeros`: the primitives sit above the
+    transformations, so this module does not import them).
     """
     if type(tangent) is not Zero:
         return tangent
-    aval = tangent.aval
-    if aval.dtype == dtypes.float0:
-        return np.zeros(aval.shape, dtypes.float0)
-    from minijax import lax
-    from minijax.interpreters.partial_eval import PartialEvalTrace
+    if tangent.aval.dtype == dtypes.float0:
+        return np.zeros(tangent.aval.shape, dtypes.float0)
+    return zeros_like_aval(tangent.aval)
 
-    zero = lax.convert_element_type(0, aval.dtype, aval.weak_type)  # weak stays weak, as in JAX
-    trace = core.current_trace()
-    if aval.shape and isinstance(trace, PartialEvalTrace):
-        return trace.record(lax.broadcast_in_dim_p, [zero],
-                            dict(shape=aval.shape, broadcast_dimensions=(), sharding=None))
-    return lax.broadcast_in_dim(zero, aval.shape, ())
+
+def zeros_like_aval(aval: ShapedArray) -> Any:
+    raise NotImplementedError("minijax.lax installs this (ad.install_zeros)")
+
+
+def install_zeros(make_zeros: Callable[[ShapedArray], Any]) -> None:
+    """Set how :func:`instantiate` makes an array of zeros of a given abstract value."""
+    global zeros_like_aval
+    zeros_like_aval = make_zeros
 
 
 def add_tangents(x: Any, y: Any) -> Any:

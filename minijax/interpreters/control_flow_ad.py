@@ -36,8 +36,17 @@ from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import Zero, instantiate, tangent_aval
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
-from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_closed_jaxpr, has_effects
-from minijax.lax.control_flow.common import consts_as_inputs, merge_consts, split_list
+from minijax.jaxpr import (
+    ClosedJaxpr,
+    Jaxpr,
+    JaxprEqn,
+    Var,
+    consts_as_inputs,
+    eval_closed_jaxpr,
+    has_effects,
+    merge_consts,
+    split_list,
+)
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
 from minijax.lax.elementwise import convert_element_type

@@ -48,8 +48,8 @@ from minijax.interpreters.control_flow_ad import (
 )
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
-from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn
-from minijax.lax.control_flow.common import remove_dead_code, split_list
+from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, split_list
+from minijax.lax.control_flow.common import remove_dead_code
 from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------

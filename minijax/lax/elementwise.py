@@ -13,7 +13,6 @@ half away from zero) the kernel says how XLA does it.
 
 from __future__ import annotations
 
-import builtins
 import enum
 import functools
 import math
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from minijax import core, dtypes
-from minijax.array import Array
+from minijax.array import Array, is_jax_value
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.runtime import host_to_array, put_numpy
 
@@ -184,15 +183,6 @@ def operand(x: Any, primitive: Primitive | None = None, position: int = 0) -> An
             f"position {position}.\n"
         )
     return host_to_array(x)
-
-
-_PYTHON_SCALARS = (bool, int, float, builtins.complex)  # this module's complex is lax's
-
-
-def is_jax_value(x: Any) -> bool:
-    """Arrays, Python numbers and NumPy values: what ``lax`` accepts as an operand."""
-    return (type(x) in _PYTHON_SCALARS or isinstance(x, (np.ndarray, np.generic))
-            or type(x) is Array or isinstance(x, Tracer))
 
 
 def operands(primitive: Primitive, args: Sequence[Any]) -> Sequence[Any]:

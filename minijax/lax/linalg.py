@@ -326,12 +326,11 @@ def matrix_transpose(x: Any, conjugate: bool = False) -> Any:
 def _symmetrize(x: Any) -> Any:
     """``(x + x^H) / 2``: decompositions of Hermitian matrices read both triangles then.
 
-    As in JAX this is NumPy arithmetic (``jnp``'s add and true division), so an integer
-    or boolean matrix comes out as floats: ``cholesky`` of an int32 matrix works.
+    As in JAX this is NumPy arithmetic: the array operators, which ``minijax.numpy``
+    attaches (``jnp.add`` and ``jnp.true_divide``), so an integer or boolean matrix comes
+    out as floats: ``cholesky`` of an int32 matrix works.
     """
-    from minijax.numpy.ufuncs import add, true_divide  # jnp is built on lax: import late
-
-    return true_divide(add(x, matrix_transpose(x, conjugate=True)), 2)
+    return (x + matrix_transpose(x, conjugate=True)) / 2
 
 
 def _hermitian_input(name: str, x: Any, symmetrize_input: bool) -> Any:

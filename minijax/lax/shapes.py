@@ -18,16 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes, errors
+from minijax import core, dtypes, errors
+from minijax.array import is_jax_value
 from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
+from minijax.interpreters import ad
+from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.jaxpr import pp_param_rules
-from minijax.lax.elementwise import (
-    NUMBER,
-    check_dtype,
-    convert_element_type,
-    is_jax_value,
-    operand,
-)
+from minijax.lax.elementwise import NUMBER, check_dtype, convert_element_type, operand
 
 
 def canonicalize_shape(shape: Any) -> tuple[int, ...]:
@@ -133,6 +130,22 @@ pp_param_rules[broadcast_in_dim_p] = lambda params: (
     [("broadcast_dimensions", params["broadcast_dimensions"])]
     if params["broadcast_dimensions"] else []
 )
+
+
+def zeros_like_aval(aval: ShapedArray) -> Any:
+    """An array of zeros of type ``aval``, as JAX writes it: a scalar zero (weak if
+    ``aval`` is), broadcast. Under ``linearize`` (a partial-evaluation trace) the
+    broadcast is recorded in the linear part with the other tangent computations, as
+    JAX's linearize does, although nothing unknown goes into it."""
+    zero = convert_element_type(0, aval.dtype, aval.weak_type)
+    trace = core.current_trace()
+    if aval.shape and isinstance(trace, PartialEvalTrace):
+        return trace.record(broadcast_in_dim_p, [zero],
+                            dict(shape=aval.shape, broadcast_dimensions=(), sharding=None))
+    return broadcast_in_dim(zero, aval.shape, ())
+
+
+ad.install_zeros(zeros_like_aval)
 
 
 def _jax_typed(x: Any) -> Any:

@@ -18,24 +18,24 @@ import numpy as np
 from minijax import dtypes, tracing
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray
-from minijax.jaxpr import ClosedJaxpr, eval_closed_jaxpr
-from minijax.lax.control_flow.common import (
-    DebugInfo,
-    cast_to,
-    flatten_operands,
+from minijax.jaxpr import (
+    ClosedJaxpr,
+    eval_closed_jaxpr,
     forwarded_inputs,
     keep_outputs,
-    leaf_paths,
-    listing,
     merge_consts,
+)
+from minijax.lax.control_flow.common import (
+    cast_to,
+    flatten_operands,
+    listing,
     mismatch_reason,
-    structure_differences,
-    trace_function,
     typematch,
 )
 from minijax.lax.elementwise import clamp, convert_element_type, ne
 from minijax.lax.shapes import full_like
-from minijax.tree_util import PyTreeDef
+from minijax.tracing import DebugInfo, trace_function
+from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences
 
 __all__ = ["cond", "cond_p", "switch"]
 

@@ -30,25 +30,26 @@ import numpy as np
 
 from minijax import core, dtypes, errors
 from minijax.core import Primitive, ShapedArray
-from minijax.jaxpr import ClosedJaxpr, eval_closed_jaxpr
-from minijax.lax.control_flow.common import (
-    DebugInfo,
-    argument_names,
-    cast_to,
-    check_carry_type,
+from minijax.jaxpr import (
+    ClosedJaxpr,
     consts_as_inputs,
-    flatten_operands,
+    eval_closed_jaxpr,
     forwarded_inputs,
     keep_outputs,
     move_inputs_to_front,
+    split_list,
+)
+from minijax.lax.control_flow.common import (
+    cast_to,
+    check_carry_type,
+    flatten_operands,
     promote_weak_inputs,
     remove_dead_code,
-    split_list,
-    trace_function,
     typematch,
 )
 from minijax.lax.elementwise import add, convert_element_type, lt
 from minijax.lax.shapes import broadcast_in_dim, full_like, stack, unstack
+from minijax.tracing import DebugInfo, argument_names, trace_function
 from minijax.tree_util import PyTreeDef
 
 __all__ = ["fori_loop", "map", "scan", "scan_p", "while_loop", "while_p"]
