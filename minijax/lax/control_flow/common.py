@@ -228,22 +228,6 @@ def move_inputs_to_front(closed: ClosedJaxpr, to_move: Sequence[bool]) -> Closed
     return ClosedJaxpr(Jaxpr(j.constvars, moved + rest, j.outvars, j.eqns), closed.consts)
 
 
-def remove_dead_code(closed: ClosedJaxpr, keep_inputs: Sequence[bool]
-                     ) -> tuple[ClosedJaxpr, list[bool]]:
-    """Drop equations whose results are never used, then the inputs nothing uses (unless
-    marked in ``keep_inputs``). Returns the new jaxpr and which inputs it kept."""
-    j = closed.jaxpr
-    needed = {v for v in j.outvars if type(v) is Var}
-    eqns = []
-    for eqn in reversed(j.eqns):
-        if any(v in needed for v in eqn.outvars):
-            eqns.append(eqn)
-            needed.update(v for v in eqn.invars if type(v) is Var)
-    kept = [k or v in needed for v, k in zip(j.invars, keep_inputs, strict=True)]
-    invars = [v for v, k in zip(j.invars, kept) if k]
-    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, eqns[::-1]), closed.consts), kept
-
-
 # ---------------------------------------------------------------------------------------
 # Types: checks, and the words JAX's messages use for a mismatch
 # ---------------------------------------------------------------------------------------
