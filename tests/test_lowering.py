@@ -13,14 +13,17 @@ The programs live in ``test_numpy_backend.py`` (the NumPy backend runs them too)
 from __future__ import annotations
 
 import types
+from itertools import compress
 
 import numpy as np
 import pytest
 
 import minijax
-from minijax.compiler import lowering, xla_backend
+from minijax.compiler import lowering, numpy_backend, xla_backend
 from minijax.compiler.stablehlo import parse_module, print_module
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import partial_eval as pe
+from minijax.jaxpr import ClosedJaxpr, JaxprEqn
 from minijax.tracing import trace_to_jaxpr
 from tests.test_numpy_backend import (
     EXACT,
@@ -156,6 +159,38 @@ def test_unused_arguments_are_dropped_unless_kept() -> None:
     assert "@main(%arg0: tensor<f32>, %arg1: tensor<5xf32>, %arg2: tensor<f32>)" in kept
     expected = jax.jit(lambda x, y, z: x * z, keep_unused=True).lower(1.0, V, 3.0).as_text()
     assert kept == expected.replace("jit__lambda", "jit_f")
+
+
+def test_a_primitive_s_own_dce_rule_is_looked_up_when_dead_code_goes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sines`` (declared here) returns the sine of each operand. Once its rule is in
+    ``dce_rules``, dead-code elimination drops the operands whose sines nobody uses, inside
+    a nested ``jit`` too, so ``main`` loses the argument; a primitive of the same name
+    without a rule keeps every operand (rules are keyed by primitive, not by name)."""
+    def declare() -> Primitive:
+        prim = Primitive("sines", multiple_results=True)
+        prim.def_abstract_eval(lambda *avals: list(avals))
+        monkeypatch.setitem(lowering.lowering_rules, prim,
+                            lambda ctx, *xs: [ctx.b.emit("stablehlo.sine", x) for x in xs])
+        return prim
+
+    def sines_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
+        return JaxprEqn(eqn.primitive, list(compress(eqn.invars, used_outputs)),
+                        list(compress(eqn.outvars, used_outputs)), eqn.params, eqn.source_info)
+
+    def first_sine(prim: Primitive) -> ClosedJaxpr:  # a new function: traced afresh
+        call = minijax.jit(lambda x, y: prim.bind(x, y))
+        return minijax.make_jaxpr(lambda x, y: call(x, y)[0])(V, V[:3])
+
+    sines_p, twin_p = declare(), declare()
+    assert lowering.used_inputs(first_sine(sines_p)) == [True, True]
+    monkeypatch.setitem(pe.dce_rules, sines_p, sines_dce)
+    assert lowering.used_inputs(first_sine(twin_p)) == [True, True]
+    closed = first_sine(sines_p)
+    assert lowering.used_inputs(closed) == [True, False]
+    text = lowering.lower_jaxpr(closed, module_name="jit_f")
+    assert "@main(%arg0: tensor<5xf32>)" in text and text.count("stablehlo.sine") == 1
+    np.testing.assert_allclose(numpy_backend.compile(text)(V)[0], np.sin(V), rtol=1e-6)
 
 
 def test_default_result_names() -> None:

@@ -12,8 +12,9 @@ Each rule makes the same op choices as JAX's, so the text matches
 a ``stablehlo.constant`` followed by a ``broadcast_in_dim``; ``argmax`` and ``cumsum``
 become private functions; ``scan`` becomes a ``while`` loop that calls its body.
 
-Before lowering, dead code is removed from the jaxpr, as JAX does (so unused results
-of a ``cond``, a ``scan`` or a nested ``jit`` disappear, and so do unused arguments).
+Before lowering, dead code is removed from the jaxpr by ``partial_eval.dce_jaxpr``, as
+JAX does (so unused results of a ``cond``, a ``scan`` or a nested ``jit`` disappear, and
+so do unused arguments).
 
 ``cost_analysis`` counts flops and bytes on the lowered module (see its docstring).
 """
@@ -43,16 +44,8 @@ from minijax.compiler.stablehlo import (
     print_module,
 )
 from minijax.core import Primitive, ShapedArray
-from minijax.jaxpr import (
-    ClosedJaxpr,
-    Jaxpr,
-    JaxprEqn,
-    Literal,
-    Var,
-    effectful_primitives,
-    has_effects,
-    jaxprs_in_params,
-)
+from minijax.interpreters.partial_eval import dce_jaxpr
+from minijax.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from minijax.lax import linalg as lax_linalg
 from minijax.lax import shapes as lax_shapes
 from minijax.lax.slicing import GatherScatterMode
@@ -259,147 +252,6 @@ def _region(b: Builder, arg_types: Sequence[TensorType],
 
 
 # ---------------------------------------------------------------------------------------
-# Dead-code elimination on jaxprs, as JAX runs it before lowering
-# ---------------------------------------------------------------------------------------
-
-def _has_effects(eqn: JaxprEqn) -> bool:
-    """An equation that must run even if nobody uses its results (a debug print)."""
-    return eqn.primitive in effectful_primitives or any(
-        has_effects(inner) for inner in jaxprs_in_params(eqn.params))
-
-
-class _DCE:
-    """Remove equations whose results nobody needs, looking inside ``jit``, ``cond`` and
-    ``scan`` (as JAX's per-primitive DCE rules do), and memoise by jaxpr so that two
-    identical nested calls still share one lowered function."""
-
-    def __init__(self) -> None:
-        self.memo: dict[tuple, tuple[Jaxpr, list[bool]]] = {}
-        self.keep: list[Any] = []  # keeps memoised jaxprs alive, so ids stay unique
-
-    def jaxpr(self, jaxpr: Jaxpr, used_outputs: Sequence[bool],
-              instantiate: Sequence[bool] | bool = False) -> tuple[Jaxpr, list[bool]]:
-        if isinstance(instantiate, bool):
-            instantiate = [instantiate] * len(jaxpr.invars)
-        key = (id(jaxpr), tuple(used_outputs), tuple(instantiate))
-        if key not in self.memo:
-            self.keep.append(jaxpr)
-            self.memo[key] = self._run(jaxpr, list(used_outputs), list(instantiate))
-        return self.memo[key]
-
-    def closed(self, closed: ClosedJaxpr, used_outputs: Sequence[bool],
-               instantiate: Sequence[bool] | bool = False) -> tuple[ClosedJaxpr, list[bool]]:
-        key = ("closed", id(closed), tuple(used_outputs), instantiate if isinstance(
-            instantiate, bool) else tuple(instantiate))
-        if key not in self.memo:
-            jaxpr, used = self.jaxpr(closed.jaxpr, used_outputs, instantiate)
-            kept = set(jaxpr.constvars)
-            consts = [c for c, v in zip(closed.consts, closed.jaxpr.constvars) if v in kept]
-            self.keep.append(closed)
-            self.memo[key] = (ClosedJaxpr(jaxpr, consts), used)
-        return self.memo[key]
-
-    def _run(self, jaxpr: Jaxpr, used_outputs: list[bool], instantiate: list[bool]
-             ) -> tuple[Jaxpr, list[bool]]:
-        used_vars = {v for v, u in zip(jaxpr.outvars, used_outputs) if u and type(v) is Var}
-        eqns = []
-        for eqn in reversed(jaxpr.eqns):
-            used_outs = [v in used_vars for v in eqn.outvars]
-            rule = _dce_rules.get(eqn.primitive.name, _default_dce)
-            used_ins, new_eqn = rule(self, used_outs, eqn)
-            if new_eqn is not None:
-                eqns.append(new_eqn)
-                used_vars.update(v for v, u in zip(eqn.invars, used_ins)
-                                 if u and type(v) is Var)
-        used_inputs = [v in used_vars or i for v, i in zip(jaxpr.invars, instantiate)]
-        constvars = [v for v in jaxpr.constvars if v in used_vars]
-        new = Jaxpr(constvars, [v for v, u in zip(jaxpr.invars, used_inputs) if u],
-                    [v for v, u in zip(jaxpr.outvars, used_outputs) if u], eqns[::-1])
-        return new, used_inputs
-
-
-def _default_dce(dce: _DCE, used_outs: list[bool], eqn: JaxprEqn
-                 ) -> tuple[list[bool], JaxprEqn | None]:
-    if not any(used_outs) and not _has_effects(eqn):
-        return [False] * len(eqn.invars), None
-    return [True] * len(eqn.invars), eqn
-
-
-def _keep(values: Sequence[Any], keep: Sequence[bool]) -> list[Any]:
-    return [v for v, k in zip(values, keep) if k]
-
-
-def _dce_jit(dce: _DCE, used_outs: list[bool], eqn: JaxprEqn
-             ) -> tuple[list[bool], JaxprEqn | None]:
-    if not any(used_outs) and not _has_effects(eqn):
-        return [False] * len(eqn.invars), None
-    closed, used_ins = dce.closed(eqn.params["jaxpr"], used_outs)
-    params = dict(eqn.params, jaxpr=closed)
-    for name in ("donated_invars", "in_shardings", "in_layouts"):
-        if isinstance(params.get(name), tuple):
-            params[name] = tuple(_keep(params[name], used_ins))
-    for name in ("out_shardings", "out_layouts"):
-        if isinstance(params.get(name), tuple):
-            params[name] = tuple(_keep(params[name], used_outs))
-    return used_ins, JaxprEqn(eqn.primitive, _keep(eqn.invars, used_ins),
-                              _keep(eqn.outvars, used_outs), params)
-
-
-def _dce_cond(dce: _DCE, used_outs: list[bool], eqn: JaxprEqn
-              ) -> tuple[list[bool], JaxprEqn | None]:
-    if not any(used_outs) and not _has_effects(eqn):
-        return [False] * len(eqn.invars), None
-    branches = eqn.params["branches"]
-    used_ins = [False] * (len(eqn.invars) - 1)
-    for branch in branches:
-        _, used = dce.closed(branch, used_outs)
-        used_ins = [a or b for a, b in zip(used_ins, used)]
-    new_branches = tuple(dce.closed(branch, used_outs, used_ins)[0] for branch in branches)
-    used_ins = [True, *used_ins]
-    return used_ins, JaxprEqn(eqn.primitive, _keep(eqn.invars, used_ins),
-                              _keep(eqn.outvars, used_outs), dict(eqn.params,
-                                                                  branches=new_branches))
-
-
-def _dce_scan(dce: _DCE, used_outs: list[bool], eqn: JaxprEqn
-              ) -> tuple[list[bool], JaxprEqn | None]:
-    """A carry is needed if its result is used or a needed value depends on it: iterate
-    to a fixed point."""
-    if not any(used_outs) and not _has_effects(eqn):
-        return [False] * len(eqn.invars), None
-    closed = eqn.params["jaxpr"]
-    num_consts, num_carry = eqn.params["num_consts"], eqn.params["num_carry"]
-    num_xs = len(closed.in_avals) - num_consts - num_carry
-    used_carry, used_ys = used_outs[:num_carry], used_outs[num_carry:]
-    while True:
-        new, used_ins = dce.closed(closed, used_carry + used_ys,
-                                   [False] * num_consts + used_carry + [False] * num_xs)
-        used_carry_in = used_ins[num_consts:num_consts + num_carry]
-        if used_carry_in == used_carry:
-            break
-        used_carry = [a or b for a, b in zip(used_carry, used_carry_in)]
-    used_outs = used_carry + used_ys
-    params = dict(eqn.params, jaxpr=new, num_consts=sum(used_ins[:num_consts]),
-                  num_carry=sum(used_carry))
-    return used_ins, JaxprEqn(eqn.primitive, _keep(eqn.invars, used_ins),
-                              _keep(eqn.outvars, used_outs), params)
-
-
-_dce_rules: dict[str, Callable] = {"jit": _dce_jit, "pjit": _dce_jit, "cond": _dce_cond,
-                                   "scan": _dce_scan}
-
-
-def dead_code_elimination(closed: ClosedJaxpr, keep_unused: bool = False
-                          ) -> tuple[ClosedJaxpr, list[bool]]:
-    """The jaxpr JAX would lower, and which of its inputs it still takes (unused ones are
-    dropped unless ``keep_unused``)."""
-    jaxpr = closed.jaxpr
-    new, used_inputs = _DCE().jaxpr(jaxpr, [True] * len(jaxpr.outvars), keep_unused)
-    consts = [c for c, v in zip(closed.consts, jaxpr.constvars) if v in set(new.constvars)]
-    return ClosedJaxpr(new, consts), used_inputs
-
-
-# ---------------------------------------------------------------------------------------
 # Entry points
 # ---------------------------------------------------------------------------------------
 
@@ -417,7 +269,7 @@ def lower_to_module(closed: ClosedJaxpr, *, module_name: str,
                     result_names: Sequence[str] | None = None, keep_unused: bool = False
                     ) -> tuple[Module, list[bool]]:
     """The lowered :class:`Module`, and which of the jaxpr's inputs ``main`` takes."""
-    closed, used_inputs = dead_code_elimination(closed, keep_unused)
+    closed, used_inputs = dce_jaxpr(closed, True, instantiate=keep_unused)
     ctx = ModuleContext(module_name)
     in_types = [tensor_type(a) for a in closed.in_avals]
     out_types = [tensor_type(a) for a in closed.out_avals]
@@ -448,7 +300,7 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, module_name: str,
 
 def used_inputs(closed_jaxpr: ClosedJaxpr) -> list[bool]:
     """Which inputs of ``closed_jaxpr`` the lowered ``main`` takes as arguments."""
-    return dead_code_elimination(closed_jaxpr)[1]
+    return dce_jaxpr(closed_jaxpr, True)[1]
 
 
 # ---------------------------------------------------------------------------------------

@@ -193,8 +193,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknown_inputs: Sequence[bool],
 
     known = trace_to_jaxpr(known_fun, known_avals)
     unknown, residuals = consts_as_inputs(split["unknown"])
-    used = [True] * len(known.out_avals)
-    known = ClosedJaxpr(pe.dead_code_elimination(known.jaxpr, used)[0], known.consts)
+    known = pe.dce_jaxpr(known, True, instantiate=True)[0]
     return known, unknown, split["out_uk"], len(residuals)
 
 
@@ -324,15 +323,15 @@ def _cond_transpose(cts: list, index: Any, *ops: Any, branches: tuple[ClosedJaxp
 
 
 def _cond_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
-    """Every branch without the unused outputs; an operand stays if any branch reads it."""
+    """Every branch without the unused outputs; an operand stays if any branch reads it
+    (so each branch is cut twice: to learn what it reads, then keeping those operands)."""
+    branches = eqn.params["branches"]
+    reads = [pe.dce_jaxpr(b, used_outputs)[1] for b in branches]
+    used = [any(flags) for flags in zip(*reads, strict=True)]
+    branches = tuple(pe.dce_jaxpr(b, used_outputs, instantiate=used)[0] for b in branches)
     index, *ops = eqn.invars
-    pruned = [pe.dead_code_elimination(b.jaxpr, used_outputs) for b in eqn.params["branches"]]
-    used = [any(flags) for flags in zip(*[u for _, u in pruned])] if pruned else []
-    branches = tuple(ClosedJaxpr(Jaxpr(j.constvars, _pick(j.invars, used), j.outvars, j.eqns),
-                                 b.consts)
-                     for (j, _), b in zip(pruned, eqn.params["branches"]))
     return JaxprEqn(cond_p, [index, *_pick(ops, used)], _pick(eqn.outvars, used_outputs),
-                    dict(branches=branches), eqn.source_info)
+                    dict(eqn.params, branches=branches), eqn.source_info)
 
 
 ad.jvp_rules[cond_p] = _cond_jvp
@@ -409,8 +408,8 @@ def _while_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> l
     pred_uk = pe.partial_eval_jaxpr(cond_jaxpr, cond_uk + carry_uk)[2][0]
     if pred_uk or all(carry_uk):  # nothing can run now
         return everything
-    body, _ = pe.dead_code_elimination(known.jaxpr, [True] * carry_uk.count(False)
-                                       + [False] * num_res)
+    body = pe.dce_jaxpr(known, [True] * carry_uk.count(False) + [False] * num_res,
+                        instantiate=True)[0]
     cj = cond_jaxpr.jaxpr
     cond = Jaxpr(cj.constvars, [*cj.invars[:cond_nconsts],
                                 *_pick(cj.invars[cond_nconsts:], carry_uk, keep=False)],
@@ -421,7 +420,7 @@ def _while_partial_eval(trace: PartialEvalTrace, args: tuple, params: dict) -> l
             *cond_consts, *_pick(body_consts, const_uk, keep=False),
             *_pick(carry, carry_uk, keep=False),
             cond_jaxpr=_fresh(ClosedJaxpr(cond, cond_jaxpr.consts)),
-            body_jaxpr=_fresh(ClosedJaxpr(body, known.consts)), cond_nconsts=cond_nconsts,
+            body_jaxpr=_fresh(body), cond_nconsts=cond_nconsts,
             body_nconsts=const_uk.count(False))
     return _merge(carry_uk, _pick(everything, carry_uk), known_outs)
 
@@ -615,18 +614,17 @@ def _scan_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
     params = eqn.params
     num_consts, num_carry = params["num_consts"], params["num_carry"]
     body = params["jaxpr"]
+    num_xs = len(body.in_avals) - num_consts - num_carry
     used_carry, used_ys = split_list(used_outputs, num_carry)
     while True:
-        jaxpr, used_in = pe.dead_code_elimination(body.jaxpr, used_carry + used_ys)
-        used_consts, used_carry_in, used_xs = split_list(used_in, num_consts, num_carry)
-        grown = [a or b for a, b in zip(used_carry, used_carry_in)]
-        if grown == used_carry:
+        new_body, used_inputs = pe.dce_jaxpr(
+            body, used_carry + used_ys, [False] * num_consts + used_carry + [False] * num_xs)
+        used_consts, used_carry_in, _ = split_list(used_inputs, num_consts, num_carry)
+        if used_carry_in == used_carry:
             break
-        used_carry = grown
-    used_inputs = used_consts + used_carry + used_xs
-    jaxpr = Jaxpr(jaxpr.constvars, _pick(jaxpr.invars, used_inputs), jaxpr.outvars, jaxpr.eqns)
-    new_params = dict(params, jaxpr=ClosedJaxpr(jaxpr, body.consts),
-                      num_consts=used_consts.count(True), num_carry=used_carry.count(True))
+        used_carry = used_carry_in
+    new_params = dict(params, jaxpr=new_body, num_consts=used_consts.count(True),
+                      num_carry=used_carry.count(True))
     return JaxprEqn(scan_p, _pick(eqn.invars, used_inputs),
                     _pick(eqn.outvars, used_carry + used_ys), new_params, eqn.source_info)
 

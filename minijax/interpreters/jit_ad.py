@@ -49,7 +49,6 @@ from minijax.interpreters.control_flow_ad import (
 from minijax.interpreters.partial_eval import PartialEvalTrace
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
 from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, split_list
-from minijax.lax.control_flow.common import remove_dead_code
 from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------
@@ -218,7 +217,7 @@ def _transpose_body(body: ClosedJaxpr, linear: tuple[bool, ...], given: tuple[bo
         return _pick(cts_in, nonzero)
 
     closed = trace_to_jaxpr(transposed, [*res_avals, *_pick(body.out_avals, given)])
-    closed, used = remove_dead_code(closed, [False] * len(closed.in_avals))
+    closed, used = pe.dce_jaxpr(closed, True)
     return _Transposed(closed, used, nonzero)
 
 
@@ -243,26 +242,15 @@ def _jit_transpose(cts: list[Any], *args: Any, jaxpr: ClosedJaxpr, **params: Any
 # ---------------------------------------------------------------------------------------
 
 
-def _dce_body(body: ClosedJaxpr, used_outputs: tuple[bool, ...], keep_unused: bool
-              ) -> tuple[ClosedJaxpr, list[bool]]:
-    jaxpr, used_inputs = pe.dead_code_elimination(body.jaxpr, used_outputs)
-    if keep_unused:
-        used_inputs = [True] * len(used_inputs)
-    jaxpr = Jaxpr(jaxpr.constvars, _pick(jaxpr.invars, used_inputs), jaxpr.outvars, jaxpr.eqns)
-    return pe.prune_constvars(ClosedJaxpr(jaxpr, body.consts)), used_inputs
-
-
 def _jit_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
     """The call with only the used outputs: its body loses what computed the others, and
-    the call the operands the body no longer reads (unless ``keep_unused``)."""
-    params = eqn.params
-    body, used_inputs = _memoized(
-        params["jaxpr"], ("dce", tuple(used_outputs)),
-        lambda: _dce_body(params["jaxpr"], tuple(used_outputs), params["keep_unused"]))
-    new_params = dict(params, jaxpr=body,
-                      donated_invars=tuple(_pick(params["donated_invars"], used_inputs)))
+    the call the operands the body no longer reads (even with ``keep_unused``, as in
+    JAX: that option is about the arguments of a compiled call, not about a nested one)."""
+    body, used_inputs = pe.dce_jaxpr(eqn.params["jaxpr"], used_outputs)
+    params = dict(eqn.params, jaxpr=body,
+                  donated_invars=tuple(_pick(eqn.params["donated_invars"], used_inputs)))
     return JaxprEqn(jit_p, _pick(eqn.invars, used_inputs), _pick(eqn.outvars, used_outputs),
-                    new_params, eqn.source_info)
+                    params, eqn.source_info)
 
 
 ad.jvp_rules[jit_p] = _jit_jvp

@@ -12,13 +12,16 @@ Run a JVP with tangents that are unknown, and primal computations happen at once
 tangent computations are recorded: the recording is a jaxpr that maps input tangents to
 output tangents, linear by construction. ``transpose.py`` runs it backwards.
 
-The module also holds jaxpr-level tools used by the AD of control flow: dead-code
-elimination and splitting a jaxpr into a known and an unknown part.
+The module also holds jaxpr-level tools: dead-code elimination (:func:`dce_jaxpr`, the
+one every transformation and lowering use) and splitting a jaxpr into a known and an
+unknown part (for the AD of control flow).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
+from itertools import compress
 from typing import Any
 
 from minijax import core
@@ -62,19 +65,46 @@ class PartialEvalTrace(JaxprTrace):
 
 # primitive -> rule(eqn, used_outputs) -> smaller eqn, for equations that carry jaxprs
 # (jit, cond, scan): they drop the outputs nobody uses, what computes them inside, and
-# then the operands nothing needs any more.
+# then the operands nothing needs any more. A rule is only asked about an equation that
+# stays (some output is used, or it has effects); the operands of the equation it
+# returns are the ones it needs.
 dce_rules: dict[Primitive, Callable[[JaxprEqn, list[bool]], JaxprEqn]] = {}
 
+# closed jaxpr -> {(used_outputs, instantiate): (smaller jaxpr, used_inputs)}, while the
+# jaxpr lives. A body called twice (one jitted function called in two places) is cut
+# into one object, so lowering still emits a single function for both calls.
+_dce_memo: weakref.WeakKeyDictionary[ClosedJaxpr, dict[tuple, tuple[ClosedJaxpr, tuple]]] = \
+    weakref.WeakKeyDictionary()
 
-def dead_code_elimination(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None
-                          ) -> tuple[Jaxpr, list[bool]]:
-    """Drop equations whose results nobody uses (and, if given, unused outputs).
 
-    Returns the smaller jaxpr and which inputs it still uses. Equations with effects
-    (debug printing, maybe inside a nested jaxpr) are kept.
+def dce_jaxpr(closed: ClosedJaxpr, used_outputs: bool | Sequence[bool],
+              instantiate: bool | Sequence[bool] = False) -> tuple[ClosedJaxpr, list[bool]]:
+    """``closed`` with only the outputs marked in ``used_outputs`` and what they need.
+
+    Equations whose results nobody uses go (inside nested jaxprs too, by
+    :data:`dce_rules`), then the constants and the inputs nothing reads, except the
+    inputs marked in ``instantiate``. Equations with effects (debug printing, maybe
+    inside a nested jaxpr) stay. Returns the smaller jaxpr and which inputs it kept.
+    A flag stands for one per output (or input), as in JAX's ``pe.dce_jaxpr``.
     """
-    outvars = jaxpr.outvars if used_outputs is None else [
-        v for v, used in zip(jaxpr.outvars, used_outputs) if used]
+    jaxpr = closed.jaxpr
+    key = (_flags(used_outputs, len(jaxpr.outvars)), _flags(instantiate, len(jaxpr.invars)))
+    memo = _dce_memo.setdefault(closed, {})
+    if key not in memo:
+        memo[key] = _dce(closed, *key)
+    smaller, used_inputs = memo[key]
+    return smaller, list(used_inputs)
+
+
+def _flags(flags: bool | Sequence[bool], count: int) -> tuple[bool, ...]:
+    return (flags,) * count if isinstance(flags, bool) else tuple(flags)
+
+
+def _dce(closed: ClosedJaxpr, used_outputs: tuple[bool, ...], instantiate: tuple[bool, ...]
+         ) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
+    """Walk the equations backwards, keeping those that compute a live variable."""
+    jaxpr = closed.jaxpr
+    outvars = list(compress(jaxpr.outvars, used_outputs))
     live = {v for v in outvars if type(v) is Var}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
@@ -86,27 +116,17 @@ def dead_code_elimination(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = No
             eqn = rule(eqn, used)
         kept.append(eqn)
         live.update(v for v in eqn.invars if type(v) is Var)
-    kept.reverse()
-    used_inputs = [v in live for v in jaxpr.invars]
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept), used_inputs
+    used_inputs = tuple(v in live or keep for v, keep in zip(jaxpr.invars, instantiate))
+    used_consts = [v in live for v in jaxpr.constvars]
+    smaller = Jaxpr(list(compress(jaxpr.constvars, used_consts)),
+                    list(compress(jaxpr.invars, used_inputs)), outvars, kept[::-1])
+    return ClosedJaxpr(smaller, list(compress(closed.consts, used_consts))), used_inputs
 
 
 def without_dead_code(closed: ClosedJaxpr) -> ClosedJaxpr:
     """``closed`` without the equations (inside nested jaxprs too) and constants that no
     output needs; its inputs are kept."""
-    jaxpr, _ = dead_code_elimination(closed.jaxpr)
-    return prune_constvars(ClosedJaxpr(jaxpr, closed.consts))
-
-
-def prune_constvars(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """``closed`` without the constants that no equation or output uses."""
-    j = closed.jaxpr
-    used = {a for eqn in j.eqns for a in eqn.invars if type(a) is Var}
-    used.update(v for v in j.outvars if type(v) is Var)
-    keep = [v in used for v in j.constvars]
-    return ClosedJaxpr(Jaxpr([v for v, k in zip(j.constvars, keep) if k], j.invars,
-                             j.outvars, j.eqns),
-                       [c for c, k in zip(closed.consts, keep) if k])
+    return dce_jaxpr(closed, True, instantiate=True)[0]
 
 
 def dependent_vars(jaxpr: Jaxpr, inputs: Sequence[bool]) -> set[Var]:

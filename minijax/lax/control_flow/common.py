@@ -22,7 +22,6 @@ from typing import Any
 
 from minijax.core import ShapedArray
 from minijax.dtypes import result_type
-from minijax.jaxpr import ClosedJaxpr, Jaxpr, Var
 from minijax.lax.elementwise import convert_element_type, operand
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences, tree_flatten
 
@@ -48,20 +47,6 @@ def flatten_operands(tree: Any) -> tuple[list[Any], list[ShapedArray], PyTreeDef
 # ---------------------------------------------------------------------------------------
 
 
-def remove_dead_code(closed: ClosedJaxpr, keep_inputs: Sequence[bool]
-                     ) -> tuple[ClosedJaxpr, list[bool]]:
-    """Drop equations whose results are never used, then the inputs nothing uses (unless
-    marked in ``keep_inputs``). Returns the new jaxpr and which inputs it kept."""
-    j = closed.jaxpr
-    needed = {v for v in j.outvars if type(v) is Var}
-    eqns = []
-    for eqn in reversed(j.eqns):
-        if any(v in needed for v in eqn.outvars):
-            eqns.append(eqn)
-            needed.update(v for v in eqn.invars if type(v) is Var)
-    kept = [k or v in needed for v, k in zip(j.invars, keep_inputs, strict=True)]
-    invars = [v for v, k in zip(j.invars, kept) if k]
-    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, eqns[::-1]), closed.consts), kept
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import numpy as np
 
 from minijax import core, dtypes, errors
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters.partial_eval import dce_jaxpr
 from minijax.jaxpr import (
     ClosedJaxpr,
     consts_as_inputs,
@@ -44,7 +45,6 @@ from minijax.lax.control_flow.common import (
     check_carry_type,
     flatten_operands,
     promote_weak_inputs,
-    remove_dead_code,
     typematch,
 )
 from minijax.lax.elementwise import add, convert_element_type, lt
@@ -141,8 +141,8 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any,
     # a constant of the loop: JAX makes it a body constant (so vmap need not batch it).
     nb = len(body_consts)
     passed = [f == nb + i for i, f in enumerate(forwarded_inputs(body_jaxpr.jaxpr))]
-    pruned_cond, kept = remove_dead_code(
-        cond_jaxpr, [True] * len(cond_consts) + [not p for p in passed])
+    pruned_cond, kept = dce_jaxpr(cond_jaxpr, True,
+                                  [True] * len(cond_consts) + [not p for p in passed])
     moved = [not k for k in kept[len(cond_consts):]]
     passed = [x for x, m in zip(init, moved) if m]
     if passed:
