@@ -279,7 +279,8 @@ def dtype_name(dtype: np.dtype) -> str:
 
 
 def ufunc_call(op: Op, args: Sequence[str]) -> tuple[str, bool]:
-    """The NumPy call for an elementwise op, and whether it is a ufunc (takes ``out=``)."""
+    """The NumPy call for an elementwise op (the ufunc or kernel its row of ``OPS``
+    names), and whether it is a ufunc (takes ``out=``)."""
     name = op.name
     dtype = op.operands[0].type.dtype
     if name == "stablehlo.compare":
