@@ -43,6 +43,7 @@ from minijax.compiler.stablehlo import (
     is_splat,
     print_module,
 )
+from minijax.compiler.stablehlo_ops import DATA, NONE, OPS, TRANSCENDENTAL
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters.partial_eval import dce_jaxpr
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
@@ -1398,24 +1399,6 @@ def _lu(ctx: RuleContext, x: Value) -> list[Value]:
 # Cost analysis
 # ---------------------------------------------------------------------------------------
 
-_TRANSCENDENTAL = {
-    "stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.log",
-    "stablehlo.log_plus_one", "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.cbrt",
-    "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan", "stablehlo.tanh",
-    "stablehlo.power", "stablehlo.atan2", "stablehlo.logistic", "chlo.asin", "chlo.acos",
-    "chlo.atan", "chlo.sinh", "chlo.cosh", "chlo.asinh", "chlo.acosh", "chlo.atanh",
-}
-_NO_FLOPS = {
-    "stablehlo.constant", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
-    "stablehlo.transpose", "stablehlo.slice", "stablehlo.dynamic_slice",
-    "stablehlo.dynamic_update_slice", "stablehlo.concatenate", "stablehlo.pad",
-    "stablehlo.reverse", "stablehlo.iota", "stablehlo.gather", "stablehlo.scatter",
-    "stablehlo.bitcast_convert", "func.call", "func.return", "stablehlo.return",
-    "stablehlo.while", "stablehlo.case", "stablehlo.custom_call", "stablehlo.sort",
-    "stablehlo.reduce", "stablehlo.reduce_window", "chlo.top_k", "stablehlo.real",
-    "stablehlo.imag",
-}
-
 
 def _bytes(t: TensorType) -> int:
     return t.size * t.dtype.itemsize
@@ -1426,8 +1409,8 @@ def _op_cost(op: Op) -> tuple[int, int, int]:
     out = op.results[0].type if op.results else None
     if op.name == "stablehlo.constant" and out.shape and is_splat(op.attrs["value"]):
         return 0, 0, out.dtype.itemsize + _bytes(out)  # a scalar, broadcast
-    if op.name in ("stablehlo.constant", "func.return", "stablehlo.return", "func.call",
-                   "stablehlo.while", "stablehlo.case", "stablehlo.transpose"):
+    cost = OPS[op.name].cost
+    if cost == NONE:
         return 0, 0, 0
     if op.name == "stablehlo.convert" and op.operands[0].type == out:
         return 0, 0, 0  # XLA drops converts that change nothing
@@ -1452,9 +1435,9 @@ def _op_cost(op: Op) -> tuple[int, int, int]:
     if op.name == "stablehlo.sort":
         n = out.shape[op.attrs["dimension"].value] if out.shape else 1
         return out.size * max(int(np.ceil(np.log2(n))), 0) if n > 1 else 0, 0, moved
-    if op.name in _TRANSCENDENTAL:
+    if cost == TRANSCENDENTAL:
         return 0, out.size, moved
-    if op.name in _NO_FLOPS:
+    if cost == DATA:
         return 0, 0, moved
     return out.size, 0, moved
 

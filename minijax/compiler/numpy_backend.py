@@ -41,6 +41,7 @@ from minijax.compiler.stablehlo import (
     value_names,
     walk_ops,
 )
+from minijax.compiler.stablehlo_ops import OPS, OpInfo
 from minijax.core import ShapedArray
 from minijax.lax import linalg as lax_linalg
 from minijax.lax import reductions as lax_reductions
@@ -265,51 +266,8 @@ _LAPACK = {"potrf": lapack_potrf, "syevd": lapack_syevd, "heevd": lapack_syevd,
 # Expressions: one NumPy expression per op
 # ---------------------------------------------------------------------------------------
 
-# op -> (NumPy ufunc, kernel, dtype kinds that need the kernel): the ufunc has XLA's
-# semantics except for those kinds (integer division...); no ufunc: always the kernel.
-_UFUNCS: dict[str, tuple[str, str | None, str]] = {
-    "stablehlo.add": ("add", None, ""), "stablehlo.subtract": ("subtract", None, ""),
-    "stablehlo.multiply": ("multiply", None, ""),
-    "stablehlo.divide": ("divide", "k_div", "iu"),
-    "stablehlo.remainder": ("fmod", "k_rem", "iu"), "stablehlo.power": ("power", None, ""),
-    "stablehlo.maximum": ("maximum", "k_max", "fV"),
-    "stablehlo.minimum": ("minimum", "k_min", "fV"),
-    "stablehlo.atan2": ("arctan2", "k_atan2", "c"),
-    "chlo.next_after": ("nextafter", "k_nextafter", "fV"),
-    "stablehlo.and": ("bitwise_and", None, ""), "stablehlo.or": ("bitwise_or", None, ""),
-    "stablehlo.xor": ("bitwise_xor", None, ""), "stablehlo.not": ("invert", None, ""),
-    "stablehlo.negate": ("negative", None, ""), "stablehlo.abs": ("absolute", None, ""),
-    "stablehlo.sign": ("sign", "k_sign", "fV"), "stablehlo.floor": ("floor", None, ""),
-    "stablehlo.ceil": ("ceil", None, ""), "stablehlo.is_finite": ("isfinite", None, ""),
-    "stablehlo.exponential": ("exp", None, ""),
-    "stablehlo.exponential_minus_one": ("expm1", None, ""),
-    "stablehlo.log": ("log", None, ""), "stablehlo.log_plus_one": ("log1p", None, ""),
-    "stablehlo.sqrt": ("sqrt", None, ""), "stablehlo.cbrt": ("cbrt", None, ""),
-    "stablehlo.sine": ("sin", None, ""), "stablehlo.cosine": ("cos", None, ""),
-    "stablehlo.tan": ("tan", None, ""), "stablehlo.tanh": ("tanh", None, ""),
-    "chlo.asin": ("arcsin", None, ""), "chlo.acos": ("arccos", None, ""),
-    "chlo.atan": ("arctan", None, ""), "chlo.sinh": ("sinh", None, ""),
-    "chlo.cosh": ("cosh", None, ""), "chlo.asinh": ("arcsinh", None, ""),
-    "chlo.acosh": ("arccosh", None, ""), "chlo.atanh": ("arctanh", None, ""),
-    "chlo.square": ("square", None, ""), "stablehlo.round_nearest_even": ("rint", None, ""),
-    "stablehlo.rsqrt": ("", "k_rsqrt", ""), "stablehlo.popcnt": ("", "k_popcnt", ""),
-    "stablehlo.round_nearest_afz": ("", "k_round", ""),
-    "stablehlo.logistic": ("", "k_logistic", ""),
-    "stablehlo.shift_left": ("", "k_shift_left", ""),
-    "stablehlo.shift_right_logical": ("", "k_shift_right_logical", ""),
-    "stablehlo.shift_right_arithmetic": ("", "k_shift_right_arithmetic", ""),
-    "stablehlo.complex": ("", "k_complex", ""),
-    "stablehlo.count_leading_zeros": ("", "k_clz", ""), "chlo.erf": ("", "k_erf", ""),
-    "chlo.erfc": ("", "k_erfc", ""), "chlo.erf_inv": ("", "k_erf_inv", ""),
-    "chlo.lgamma": ("", "k_lgamma", ""), "chlo.digamma": ("", "k_digamma", ""),
-}
 _COMPARE = {"EQ": "equal", "NE": "not_equal", "LT": "less", "LE": "less_equal",
             "GT": "greater", "GE": "greater_equal"}
-_REDUCE_UFUNCS = {"stablehlo.add": "add", "stablehlo.multiply": "multiply",
-                  "stablehlo.maximum": "maximum", "stablehlo.minimum": "minimum",
-                  "stablehlo.and": "bitwise_and", "stablehlo.or": "bitwise_or",
-                  "stablehlo.xor": "bitwise_xor"}
-_EXTREMES = ("stablehlo.maximum", "stablehlo.minimum")
 # Dtypes for which a Python scalar operand keeps an array's dtype in NumPy (NEP 50).
 _LITERAL_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                    "uint64", "float16", "float32", "float64", "complex64", "complex128"}
@@ -321,7 +279,8 @@ def dtype_name(dtype: np.dtype) -> str:
 
 
 def ufunc_call(op: Op, args: Sequence[str]) -> tuple[str, bool]:
-    """The NumPy call for an elementwise op, and whether it is a ufunc (takes ``out=``)."""
+    """The NumPy call for an elementwise op (the ufunc or kernel its row of ``OPS``
+    names), and whether it is a ufunc (takes ``out=``)."""
     name = op.name
     dtype = op.operands[0].type.dtype
     if name == "stablehlo.compare":
@@ -329,10 +288,10 @@ def ufunc_call(op: Op, args: Sequence[str]) -> tuple[str, bool]:
         if kind == "TOTALORDER" and dtype.kind in "fV":
             args = [f"total_order({a})" for a in args]
         return f"np.{_COMPARE[direction]}({', '.join(args)})", True
-    ufunc, kernel, kernel_kinds = _UFUNCS[name]
-    if ufunc and dtype.kind not in kernel_kinds:
-        return f"np.{ufunc}({', '.join(args)})", True
-    return f"{kernel}({', '.join(args)})", False
+    info = OPS[name]
+    if info.numpy and dtype.kind not in info.kernel_kinds:
+        return f"np.{info.numpy}({', '.join(args)})", True
+    return f"{info.kernel}({', '.join(args)})", False
 
 
 def elementwise_expr(op: Op, args: Sequence[str]) -> str:
@@ -503,8 +462,8 @@ def _allocates(op: Op) -> bool:
     """Whether the NumPy code of an elementwise op returns a new array (not a view)."""
     if op.name == "stablehlo.compare":
         return True
-    entry = _UFUNCS.get(op.name)
-    return entry is not None and bool(entry[0]) and op.operands[0].type.dtype.kind not in entry[2]
+    info = OPS[op.name]
+    return bool(info.numpy) and op.operands[0].type.dtype.kind not in info.kernel_kinds
 
 
 class _FunctionWriter:
@@ -609,7 +568,7 @@ class _FunctionWriter:
             self.bind(indent, op.results, self.counting[op])
         elif name == "stablehlo.constant":
             self.constant(op)
-        elif name in passes.ELEMENTWISE:
+        elif OPS[name].elementwise:
             self.op_fusion(op, indent)
         else:
             method = getattr(self, "op_" + name.split(".")[-1], None)
@@ -735,16 +694,15 @@ class _FunctionWriter:
     def op_reduce(self, op: Op, indent: int) -> None:
         half = len(op.operands) // 2
         dims = tuple(op.attrs["dimensions"])
-        applies = compact_reduce_body(op)
+        applies = _reduction_ufunc(op)
         x, init = op.operands[0], op.operands[-1]
-        if applies in _REDUCE_UFUNCS and init in self.splats:
+        if applies is not None and init in self.splats:
             initial = _literal(self.splats[init].reshape(-1)[0])
-            if applies in _EXTREMES and x.type.dtype.kind in "fV":  # XLA's order of zeros
-                ufunc = f"np.{_REDUCE_UFUNCS[applies]}"
+            if _is_extreme(applies, x.type.dtype):
                 self.bind(indent, op.results,
-                          f"k_extreme({ufunc}, {self.ref(x)}, {dims}, {initial})")
+                          f"k_extreme(np.{applies.numpy}, {self.ref(x)}, {dims}, {initial})")
                 return
-            expr = _accumulating(f"np.{_REDUCE_UFUNCS[applies]}.reduce", self.ref(x),
+            expr = _accumulating(f"np.{applies.numpy}.reduce", self.ref(x),
                                  x.type.dtype, f"axis={dims}, initial={initial}")
             self.bind(indent, op.results, expr)
             return
@@ -763,17 +721,16 @@ class _FunctionWriter:
                for d in op.attrs[key].values):
             raise NotImplementedError("the NumPy backend has no dilated reduce_window")
         scan_axis = _prefix_scan_axis(x.type.shape, window, strides, padding)
-        applies = compact_reduce_body(Op("stablehlo.reduce", [x, init], [],
-                                         regions=op.regions))
-        if (scan_axis is not None and applies in _REDUCE_UFUNCS and init in self.splats
+        applies = _reduction_ufunc(Op("stablehlo.reduce", [x, init], [], regions=op.regions))
+        if (scan_axis is not None and applies is not None and init in self.splats
                 and _is_identity(applies, self.splats[init].reshape(-1)[0])):
             axis, reverse = scan_axis
-            src, ufunc = self.ref(x), f"np.{_REDUCE_UFUNCS[applies]}.accumulate"
+            src, ufunc = self.ref(x), f"np.{applies.numpy}.accumulate"
             if reverse:
                 src = f"np.flip({src}, {axis})"
             expr = _accumulating(ufunc, src, x.type.dtype, f"axis={axis}")
-            if applies in _EXTREMES and x.type.dtype.kind in "fV":  # XLA's order of zeros
-                expr = f"k_accumulate_extreme(np.{_REDUCE_UFUNCS[applies]}, {src}, {axis})"
+            if _is_extreme(applies, x.type.dtype):
+                expr = f"k_accumulate_extreme(np.{applies.numpy}, {src}, {axis})"
             self.bind(indent, op.results, f"np.flip({expr}, {axis})" if reverse else expr)
             return
         body = self.region_function(op.regions[0], indent)
@@ -988,24 +945,34 @@ def _accumulating(method: str, x: str, dtype: np.dtype, args: str) -> str:
     return f"{method}({x}, {args}, dtype={dtype_name(dtype)})"
 
 
-def _is_identity(op_name: str, value: np.ndarray) -> bool:
-    """Whether ``value`` is the identity of the reduction ``op_name``."""
+def _reduction_ufunc(op: Op) -> OpInfo | None:
+    """The row of the commutative op a ``reduce`` body applies, if it has a NumPy ufunc:
+    that ufunc's ``reduce`` and ``accumulate`` then do the whole reduction."""
+    applies = compact_reduce_body(op)
+    info = OPS[applies] if applies else None
+    return info if info is not None and info.numpy else None
+
+
+def _is_extreme(info: OpInfo, dtype: np.dtype) -> bool:
+    """A max or min of floats: NumPy's ufuncs do not order -0.0 and 0.0 as XLA does, the
+    ``k_extreme`` kernels do."""
+    return info.identity in ("lowest", "highest") and dtype.kind in "fV"
+
+
+def _is_identity(info: OpInfo, value: np.ndarray) -> bool:
+    """Whether ``value`` is the identity of the reduction ``info`` describes."""
     value = np.asarray(value)
-    identity = {"stablehlo.add": 0, "stablehlo.multiply": 1, "stablehlo.or": 0,
-                "stablehlo.xor": 0}.get(op_name)
-    if identity is not None:
-        return bool(value == identity)
-    if op_name in ("stablehlo.maximum", "stablehlo.minimum"):
-        lowest = op_name == "stablehlo.maximum"
+    if info.identity in ("lowest", "highest"):
+        lowest = info.identity == "lowest"
         if value.dtype == np.bool_:
             return bool(value == (not lowest))
         if value.dtype.kind in "iu":
-            info = np.iinfo(value.dtype)
-            return bool(value == (info.min if lowest else info.max))
+            limits = np.iinfo(value.dtype)
+            return bool(value == (limits.min if lowest else limits.max))
         return bool(value == (-np.inf if lowest else np.inf))
-    if op_name == "stablehlo.and":
-        return bool(value == (True if value.dtype == np.bool_ else -1))
-    return False
+    if info.identity is None:
+        return False
+    return bool(value == (bool(info.identity) if value.dtype == np.bool_ else info.identity))
 
 
 def _prefix_scan_axis(shape: Sequence[int], window: Sequence[int], strides: Sequence[int],
@@ -1055,17 +1022,17 @@ def _swap_last(x: str, rank: int) -> str:
 
 
 def _scatter_combiner(block: Block) -> str:
-    """``np.add.at`` and friends for a one-op update region; ``None`` for "replace"."""
+    """``np.add.at`` and friends for a one-op update region whose op has a ufunc exact for
+    every dtype (maximum and minimum only keep another zero than XLA's); ``None`` for
+    "replace"."""
     old, new = block.args
     ops = block.ops
     if len(ops) == 1 and ops[0].operands == [new]:
         return "None"
     if len(ops) == 2 and ops[0].operands == [old, new] and ops[1].operands == ops[0].results:
-        ufunc = {"stablehlo.add": "add", "stablehlo.multiply": "multiply",
-                 "stablehlo.subtract": "subtract", "stablehlo.maximum": "maximum",
-                 "stablehlo.minimum": "minimum"}.get(ops[0].name)
-        if ufunc:
-            return f"np.{ufunc}.at"
+        info = OPS[ops[0].name]
+        if info.numpy and (not info.kernel_kinds or info.commutative):
+            return f"np.{info.numpy}.at"
     return "generic"
 
 

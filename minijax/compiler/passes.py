@@ -37,34 +37,13 @@ from minijax.compiler.stablehlo import (
     is_splat,
     walk_ops,
 )
-
-# Ops that compute their results from their operands and nothing else: they may be
-# removed when unused, merged when identical, and evaluated early on constants.
-_IMPURE = {"stablehlo.custom_call", "func.return", "stablehlo.return"}
-
-# Elementwise ops: each output element depends on the elements at the same position.
-ELEMENTWISE = {
-    "stablehlo.abs", "stablehlo.add", "stablehlo.and", "stablehlo.atan2",
-    "stablehlo.bitcast_convert", "stablehlo.cbrt", "stablehlo.ceil", "stablehlo.clamp",
-    "stablehlo.compare", "stablehlo.complex", "stablehlo.convert", "stablehlo.cosine",
-    "stablehlo.divide", "stablehlo.exponential", "stablehlo.exponential_minus_one",
-    "stablehlo.floor", "stablehlo.imag", "stablehlo.is_finite", "stablehlo.log",
-    "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.maximum", "stablehlo.minimum",
-    "stablehlo.multiply", "stablehlo.negate", "stablehlo.not", "stablehlo.or",
-    "stablehlo.popcnt", "stablehlo.power", "stablehlo.real", "stablehlo.remainder",
-    "stablehlo.round_nearest_afz", "stablehlo.round_nearest_even", "stablehlo.rsqrt",
-    "stablehlo.select", "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
-    "stablehlo.shift_right_logical", "stablehlo.sign", "stablehlo.sine", "stablehlo.sqrt",
-    "stablehlo.subtract", "stablehlo.tan", "stablehlo.tanh", "stablehlo.xor", "chlo.acos",
-    "chlo.acosh", "chlo.asin", "chlo.asinh", "chlo.atan", "chlo.atanh", "chlo.cosh",
-    "chlo.next_after", "chlo.sinh", "chlo.square", "chlo.erf", "chlo.erfc", "chlo.erf_inv",
-    "chlo.lgamma", "chlo.digamma", "stablehlo.count_leading_zeros",
-    "stablehlo.reduce_precision",
-}
+from minijax.compiler.stablehlo_ops import OPS
 
 
 def is_pure(op: Op) -> bool:
-    return op.name not in _IMPURE and not any(
+    """Whether an op computes its results from its operands and nothing else: it may then
+    be removed when unused, merged when identical, and evaluated early on constants."""
+    return OPS[op.name].pure and not any(
         not is_pure(inner) for region in op.regions for inner in walk_ops(region)
         if inner.name not in ("func.return", "stablehlo.return"))
 
@@ -199,11 +178,6 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-# Ops whose operands may be swapped without changing a bit of the result.
-COMMUTATIVE = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
-               "stablehlo.minimum", "stablehlo.and", "stablehlo.or", "stablehlo.xor"}
-
-
 def _cse_key(op: Op) -> Any:
     """What makes two ops compute the same value: name, operands (in any order for a
     commutative op or an ``EQ``/``NE`` compare), attributes, result types, and the
@@ -211,7 +185,7 @@ def _cse_key(op: Op) -> Any:
     if not is_pure(op) or not op.results:
         return None
     operands = tuple(id(v) for v in op.operands)
-    if op.name in COMMUTATIVE or (op.name == "stablehlo.compare"
+    if OPS[op.name].commutative or (op.name == "stablehlo.compare"
                                   and op.attrs["direction"] in ("EQ", "NE")):
         operands = tuple(sorted(operands))
     return (op.name, operands, _freeze(op.attrs), tuple(r.type for r in op.results),
@@ -315,7 +289,7 @@ def _fold(op: Op, evaluate: Callable) -> None:
         return
     out: TensorType = op.result.type
     if values and all(is_splat(v) for v in values) and (
-            op.name in ELEMENTWISE or op.name == "stablehlo.broadcast_in_dim"):
+            OPS[op.name].elementwise or op.name == "stablehlo.broadcast_in_dim"):
         scalars = [v.reshape(-1)[0].reshape(()) for v in values]
         if op.name == "stablehlo.broadcast_in_dim":
             result = scalars[0]
@@ -341,7 +315,7 @@ def _fusible(op: Op) -> bool:
     (operand dimensions in increasing order)."""
     if op.name == "stablehlo.broadcast_in_dim":
         return list(op.attrs["dims"]) == sorted(op.attrs["dims"])
-    return op.name in ELEMENTWISE and len(op.results) == 1
+    return OPS[op.name].elementwise and len(op.results) == 1
 
 
 def fuse_elementwise(module: Module) -> Module:
@@ -616,10 +590,6 @@ def _identity(op: Op) -> Value | None:
     return None
 
 
-_REDUCTIONS_WITH_IDENTITY = {"stablehlo.add": 0, "stablehlo.multiply": 1, "stablehlo.or": 0,
-                             "stablehlo.and": -1}
-
-
 def _trivial_reduce(op: Op) -> tuple[list[Op], Value] | None:
     """A ``reduce`` over dimensions of size 1 (or none), whose init is the identity of
     its operation, only drops those dimensions: a reshape."""
@@ -629,18 +599,15 @@ def _trivial_reduce(op: Op) -> tuple[list[Op], Value] | None:
     if any(x.type.shape[d] != 1 for d in op.attrs["dimensions"]):
         return None
     applies, identity = compact_reduce_body(op), splat_value(init)
-    if applies is None or identity is None:
+    expected = OPS[applies].identity if applies else None
+    if expected is None or identity is None:
         return None
-    if applies in ("stablehlo.maximum", "stablehlo.minimum"):
+    if expected in ("lowest", "highest"):
         if x.type.dtype.kind != "f":
             return None
-        expected = -np.inf if applies == "stablehlo.maximum" else np.inf
-    elif applies in _REDUCTIONS_WITH_IDENTITY:
-        expected = _REDUCTIONS_WITH_IDENTITY[applies]
-        if x.type.dtype.kind == "b":
-            expected = bool(expected)
-    else:
-        return None
+        expected = -np.inf if expected == "lowest" else np.inf
+    elif x.type.dtype.kind == "b":
+        expected = bool(expected)
     if not _same_bits(identity, np.asarray(expected).astype(x.type.dtype)):
         return None
     ops, reshaped = _reshape(x, op.result.type)

@@ -15,6 +15,9 @@ The IR is MLIR's structure, cut down to what StableHLO programs need:
 * an :class:`Op` has a name (``stablehlo.add``), operands and results (:class:`Value` s,
   each with a :class:`TensorType`), attributes (plain Python values) and regions.
 
+Which op names exist, and how the text spells each, is a column of the op table
+(``stablehlo_ops.OPS``); the parser and printer read it.
+
 Values have no names of their own. The printer names them the way MLIR does: results
 count ``%0, %1, ...``, constants are ``%cst`` (floats) or ``%c`` (integers), clashes get
 ``_0, _1, ...`` suffixes, and a nested region continues the counters of the block
@@ -30,6 +33,8 @@ from typing import Any, NamedTuple
 
 import ml_dtypes
 import numpy as np
+
+from minijax.compiler.stablehlo_ops import OPS, PRETTY_SYNTAXES
 
 # ---------------------------------------------------------------------------------------
 # Types: tensor<2x3xf32>
@@ -520,56 +525,6 @@ def functional_type(ins: Sequence[TensorType], outs: Sequence[TensorType]) -> st
     return "(" + ", ".join(map(str, ins)) + ") -> " + results
 
 
-class OpSyntax(NamedTuple):
-    """How one kind of op is spelled in StableHLO's pretty form:
-    ``name %a, %b, key = value, ... : <signature>``.
-
-    ``signature`` is ``same`` (one type if every operand and result has it, else
-    functional), ``functional`` (always ``(A, B) -> R``), ``result`` (just the result
-    type) or ``chlo`` (``A, B -> R``, without parentheses). ``keywords`` name the
-    attributes printed after the operands, in order.
-    """
-
-    signature: str = "same"
-    keywords: tuple[str, ...] = ()
-
-
-_SAME = OpSyntax()
-_ELEMENTWISE_OPS = (
-    "abs", "add", "and", "atan2", "bitcast_convert", "cbrt", "ceil", "clamp", "convert",
-    "count_leading_zeros",
-    "cosine", "divide", "exponential", "exponential_minus_one", "floor", "imag", "is_finite",
-    "log", "log_plus_one", "logistic", "maximum", "minimum", "multiply", "negate", "not", "or",
-    "popcnt", "power", "real", "remainder", "round_nearest_afz", "round_nearest_even",
-    "rsqrt", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sine",
-    "sqrt", "subtract", "tan", "tanh", "xor",
-)
-_CHLO_OPS = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "next_after", "sinh",
-             "square", "erf", "erfc", "erf_inv", "lgamma", "digamma")
-OP_SYNTAX: dict[str, OpSyntax] = {
-    **{f"stablehlo.{name}": _SAME for name in _ELEMENTWISE_OPS},
-    **{f"chlo.{name}": OpSyntax("chlo") for name in _CHLO_OPS},
-    "stablehlo.complex": OpSyntax("result"),
-    "stablehlo.reverse": OpSyntax("same", ("dims",)),
-    "stablehlo.reduce_precision": OpSyntax("same", ("format",)),
-    "stablehlo.broadcast_in_dim": OpSyntax("functional", ("dims",)),
-    "stablehlo.transpose": OpSyntax("functional", ("dims",)),
-    "stablehlo.reshape": OpSyntax("functional"),
-    "stablehlo.iota": OpSyntax("result", ("dim",)),
-    "stablehlo.concatenate": OpSyntax("functional", ("dim",)),
-    "stablehlo.pad": OpSyntax("functional", ("low", "high", "interior")),
-    "stablehlo.dynamic_slice": OpSyntax("functional", ("sizes",)),
-    "stablehlo.dynamic_update_slice": OpSyntax("functional"),
-    "stablehlo.dot_general": OpSyntax(
-        "functional", ("batching_dims", "contracting_dims", "precision")),
-}
-# Ops printed in MLIR's generic form: "name"(operands) <{attributes}> ({regions}) : type
-GENERIC_OPS = ("stablehlo.case", "stablehlo.gather", "stablehlo.scatter", "stablehlo.sort",
-               "stablehlo.reduce_window", "minijax.fusion")
-_COMMUTATIVE = ("stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
-                "stablehlo.and", "stablehlo.or", "stablehlo.xor")
-
-
 def compact_reduce_body(op: Op) -> str | None:
     """The op name if a ``reduce`` body is one commutative binary op of its two block
     arguments: StableHLO then prints ``applies stablehlo.add`` instead of the body."""
@@ -578,7 +533,7 @@ def compact_reduce_body(op: Op) -> str | None:
         return None
     inner, ret = body.ops
     scalar = TensorType((), op.operands[0].type.dtype)
-    if (inner.name in _COMMUTATIVE and inner.operands == body.args and not inner.attrs
+    if (OPS[inner.name].commutative and inner.operands == body.args and not inner.attrs
             and inner.operands[0].type == scalar and ret.operands == inner.results):
         return inner.name
     return None
@@ -626,22 +581,23 @@ class Printer:
             shown = "call" if in_func else name
             sig = functional_type([v.type for v in op.operands], [r.type for r in op.results])
             return f"{shown} {format_symbol(op.attrs['callee'])}({self.refs(op.operands)}) : {sig}"
-        if name in OP_SYNTAX:
-            return self._pretty(op)
-        if name in GENERIC_OPS:
+        syntax = OPS[name].syntax
+        if syntax == "generic":
             return self._generic(op, indent)
-        return getattr(self, "_" + name.replace(".", "_"))(op, indent)
+        if syntax == "custom":
+            return getattr(self, "_" + name.replace(".", "_"))(op, indent)
+        return self._pretty(op)
 
     def _pretty(self, op: Op) -> str:
-        syntax = OP_SYNTAX[op.name]
+        info = OPS[op.name]
         parts = [self.ref(v) for v in op.operands]
-        parts += [f"{k} = {format_keyword(op.attrs[k])}" for k in syntax.keywords if k in op.attrs]
+        parts += [f"{k} = {format_keyword(op.attrs[k])}" for k in info.keywords if k in op.attrs]
         ins, outs = [v.type for v in op.operands], [r.type for r in op.results]
-        if syntax.signature == "same" and all(t == outs[0] for t in ins + outs):
+        if info.syntax == "same" and all(t == outs[0] for t in ins + outs):
             sig = str(outs[0])
-        elif syntax.signature == "result":
+        elif info.syntax == "result":
             sig = str(outs[0])
-        elif syntax.signature == "chlo":
+        elif info.syntax == "chlo":
             sig = ", ".join(map(str, ins)) + " -> " + str(outs[0])
         else:
             sig = functional_type(ins, outs)
@@ -1128,7 +1084,7 @@ class Parser:
             name = {"call": "func.call", "return": "func.return"}.get(token.text, token.text)
             parse = _PARSERS.get(name)
             if parse is None:
-                if name not in OP_SYNTAX:
+                if name not in OPS or OPS[name].syntax not in PRETTY_SYNTAXES:
                     raise self.error(f"unknown operation {token.text}", token)
                 op = self.pretty_op(name)
             else:
@@ -1152,7 +1108,6 @@ class Parser:
         return names
 
     def pretty_op(self, name: str) -> Op:
-        syntax = OP_SYNTAX[name]
         operands, attrs = [], {}
         while not self.at(":"):
             if operands or attrs:
@@ -1164,7 +1119,7 @@ class Parser:
                 self.expect("=")
                 attrs[key] = self.keyword_value()
         self.expect(":")
-        if syntax.signature == "chlo":
+        if OPS[name].syntax == "chlo":
             ins = [self.type()]
             while self.accept(","):
                 ins.append(self.type())
