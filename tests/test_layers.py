@@ -25,8 +25,8 @@ LAYERS: dict[str, list[str]] = {
     "core": ["dtypes", "core", "jaxpr", "array", "runtime", "shape_dtype"],
     "transformations": [
         "tracing", "interpreters.ad", "interpreters.partial_eval", "interpreters.transpose",
-        "interpreters.batching", "compiler.stablehlo", "compiler.lowering",
-        "compiler.jit", "compiler.stages",
+        "interpreters.batching", "compiler.stablehlo_ops", "compiler.stablehlo",
+        "compiler.lowering", "compiler.jit", "compiler.stages",
     ],
     "primitives": [
         "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg", "lax.slicing",
@@ -56,7 +56,6 @@ KNOWN: set[tuple[str, str]] = {
     ('compiler.lowering', 'lax.shapes'),
     ('compiler.lowering', 'lax.slicing'),
     ('interpreters.jit_ad', 'interpreters.control_flow_ad'),
-    ('interpreters.jit_ad', 'lax.control_flow.common'),
     ('interpreters.jvp_rules', 'debug'),
     ('interpreters.jvp_rules', 'lax'),
     ('interpreters.jvp_rules', 'numpy'),
