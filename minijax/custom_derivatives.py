@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from minijax import core, dtypes, lax, tracing
+from minijax.compiler import lowering
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import (
@@ -470,3 +471,23 @@ pp_param_rules[custom_vjp_call_p] = lambda params: [
 pp_param_rules[custom_lin_p] = lambda params: [
     ("bwd", params["bwd"]), ("in_zeros", list(params["in_zeros"])),
     ("num_res", params["num_res"]), ("symbolic_zeros", params["symbolic_zeros"])]
+
+
+def _custom_call_lowering(ctx: lowering.RuleContext, *args: Any, call_jaxpr: Any,
+                          **params: Any) -> list[Any]:
+    """A function with a custom derivative computes its ``call_jaxpr``, inline (the
+    derivative rules were for the transformations, which are done)."""
+    closed = call_jaxpr if isinstance(call_jaxpr, ClosedJaxpr) else ClosedJaxpr(call_jaxpr, [])
+    return lowering.lower_closed_jaxpr(ctx.b, closed, args)
+
+
+def _custom_lin_lowering(ctx: lowering.RuleContext, *args: Any, **params: Any) -> list[Any]:
+    """``custom_lin`` stands for the tangent of a ``custom_vjp`` function, which has no JVP
+    (it exists to be transposed): compiling one -- forward mode under ``jit`` -- fails
+    with the error that evaluating it gives."""
+    return custom_lin_p.eager_rule(*args, **params)
+
+
+lowering.lowering_rules[custom_jvp_call_p] = _custom_call_lowering
+lowering.lowering_rules[custom_vjp_call_p] = _custom_call_lowering
+lowering.lowering_rules[custom_lin_p] = _custom_lin_lowering

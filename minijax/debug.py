@@ -21,6 +21,8 @@ import numpy as np
 
 from minijax import runtime
 from minijax.array import Array
+from minijax.compiler import lowering
+from minijax.compiler.stablehlo import Typed
 from minijax.core import Primitive, ShapedArray
 from minijax.jaxpr import effectful_primitives
 from minijax.lax.elementwise import operand
@@ -98,3 +100,16 @@ def _check_format(fmt: str, in_tree: PyTreeDef, leaves: list[Any], static_args: 
 
 def _dtype(x: Any) -> Any:
     return x.dtype if hasattr(x, "dtype") else type(x)
+
+
+def _debug_print_lowering(ctx: lowering.RuleContext, *args: Any, **params: Any) -> list[Any]:
+    """A side-effecting custom call to a Python function that prints the values."""
+    lowering.host_callbacks.append(lambda *values: debug_print_p.impl(*values, **params))
+    attributes = {"has_side_effect": True,
+                  "mhlo.backend_config": {"index": Typed(len(lowering.host_callbacks) - 1, "ui64")}}
+    ctx.b.op("stablehlo.custom_call", args, [], {"call_target_name": "minijax_python_callback",
+                                                 "attributes": attributes})
+    return []
+
+
+lowering.lowering_rules[debug_print_p] = _debug_print_lowering

@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 from minijax import core, tracing
 from minijax import pretty_printer as pp
 from minijax.array import Array
+from minijax.compiler import lowering
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.errors import check_callable
 from minijax.flags import config
@@ -102,6 +103,16 @@ def _pp_jit(eqn: JaxprEqn, context: PrintContext) -> pp.Doc:
 pp_eqn_rules[jit_p] = _pp_jit
 
 
+def _jit_lowering(ctx: lowering.RuleContext, *args: Any, jaxpr: ClosedJaxpr, name: str = "jit",
+         **params: Any) -> list[Any]:
+    """A nested ``jit`` becomes a private function (one per jaxpr) and a call."""
+    func = ctx.b.module.jaxpr_function(name, jaxpr)
+    return ctx.b.call(func, args)
+
+
+lowering.lowering_rules[jit_p] = _jit_lowering
+
+
 # ---------------------------------------------------------------------------------------
 # Compiling a jaxpr
 # ---------------------------------------------------------------------------------------
@@ -152,8 +163,6 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str, keep_unused: bool = False
     lower it to a StableHLO module and hand the module to the backend (in memory: the
     text is the contract with real XLA, and the mini-XLA would only parse it back).
     The program takes only the inputs it uses, so the others are dropped on the way in."""
-    from minijax.compiler import lowering
-
     module, used = lowering.lower_to_module(closed, module_name=lowering.module_name(name),
                                             keep_unused=keep_unused)
     return with_used_inputs(backend().compile_module(module), None if keep_unused else used)

@@ -220,3 +220,40 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     finally:
         trace.invalidate()
     return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+# ---------------------------------------------------------------------------------------
+# Rules that follow a pattern (a primitive's module registers its rule with one call)
+# ---------------------------------------------------------------------------------------
+
+
+def deflinear(primitive: Primitive, linear: Sequence[int] | None = None) -> None:
+    """A primitive linear in its inputs (or jointly in the inputs at positions ``linear``;
+    the others, such as indices, are passed as they are): the tangent is the primitive
+    applied to the tangents."""
+
+    def rule(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
+        out = primitive.bind(*primals, **params)
+        args = [instantiate(t) if linear is None or i in linear else p
+                for i, (p, t) in enumerate(zip(primals, tangents))]
+        return out, primitive.bind(*args, **params)
+
+    jvp_rules[primitive] = rule
+
+def defzero(primitive: Primitive) -> None:
+    """A primitive whose output does not change when its inputs change a little."""
+
+    def rule(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
+        out = primitive.bind(*primals, **params)
+        if primitive.multiple_results:
+            return out, [Zero(tangent_aval(o.aval)) for o in out]
+        return out, Zero(tangent_aval(out.aval))
+
+    jvp_rules[primitive] = rule
+
+def jvp_of(fun: Callable[[Any], Any], x: Any, t: Any) -> Any:
+    """The tangent of ``fun(x)`` along ``t``, by running ``fun`` -- written with lax
+    primitives that have rules -- through the JVP interpreter. For primitives defined by
+    an algorithm (a tree of products, a scan) this is their derivative."""
+    _, (tangent,) = jvp_flat(lambda x: [fun(x)], [x], [t])
+    return tangent

@@ -22,20 +22,22 @@ Where a mathematical derivative has a choice to make (``max`` at a tie, ``abs`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from minijax import debug, dtypes, lax
 from minijax.core import Primitive
-from minijax.interpreters import ad
 from minijax.interpreters.ad import (
     Zero,
     add_any_p,
     add_tangents,
+    deflinear,
+    defzero,
     instantiate,
     is_differentiable,
+    jvp_of,
     jvp_rules,
     tangent_aval,
 )
@@ -71,40 +73,6 @@ def defjvp(primitive: Primitive, *terms: Term | None) -> None:
         return out, tangent
 
     jvp_rules[primitive] = rule
-
-
-def deflinear(primitive: Primitive, linear: Sequence[int] | None = None) -> None:
-    """A primitive linear in its inputs (or jointly in the inputs at positions ``linear``;
-    the others, such as indices, are passed as they are): the tangent is the primitive
-    applied to the tangents."""
-
-    def rule(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
-        out = primitive.bind(*primals, **params)
-        args = [instantiate(t) if linear is None or i in linear else p
-                for i, (p, t) in enumerate(zip(primals, tangents))]
-        return out, primitive.bind(*args, **params)
-
-    jvp_rules[primitive] = rule
-
-
-def defzero(primitive: Primitive) -> None:
-    """A primitive whose output does not change when its inputs change a little."""
-
-    def rule(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
-        out = primitive.bind(*primals, **params)
-        if primitive.multiple_results:
-            return out, [Zero(tangent_aval(o.aval)) for o in out]
-        return out, Zero(tangent_aval(out.aval))
-
-    jvp_rules[primitive] = rule
-
-
-def jvp_of(fun: Callable[[Any], Any], x: Any, t: Any) -> Any:
-    """The tangent of ``fun(x)`` along ``t``, by running ``fun`` -- written with lax
-    primitives that have rules -- through the JVP interpreter. For primitives defined by
-    an algorithm (a tree of products, a scan) this is their derivative."""
-    _, (tangent,) = ad.jvp_flat(lambda x: [fun(x)], [x], [t])
-    return tangent
 
 
 def _const(x: Any, value: float) -> Any:

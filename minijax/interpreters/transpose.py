@@ -104,3 +104,15 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], linear_inputs: Sequence[b
 
 def _read(env: dict[Var, Any], atom: Any) -> Any:
     return atom.value if type(atom) is Literal else env[atom]
+
+
+def deftranspose(primitive: Primitive, rule: Callable[..., list[Any]]) -> None:
+    """Register ``rule`` for a single-result primitive; a ``Zero`` cotangent gives ``Zero``
+    cotangents without calling it."""
+
+    def transpose(ct: Any, *inputs: Any, **params: Any) -> list[Any]:
+        if type(ct) is Zero:
+            return [Zero(x.aval) if is_undefined(x) else None for x in inputs]
+        return rule(ct, *inputs, **params)
+
+    transpose_rules[primitive] = transpose

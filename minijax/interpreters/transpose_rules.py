@@ -28,22 +28,10 @@ from minijax import lax
 from minijax.core import Primitive
 from minijax.interpreters.ad import Zero, add_any_p, instantiate
 from minijax.interpreters.jvp_rules import gather_of_scatter
-from minijax.interpreters.transpose import is_undefined, transpose_rules
+from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
 from minijax.lax import elementwise as ew
 from minijax.lax import linalg, reductions, shapes, slicing
 from minijax.runtime import _copy_p as device_put_p
-
-
-def deftranspose(primitive: Primitive, rule: Callable[..., list[Any]]) -> None:
-    """Register ``rule`` for a single-result primitive; a ``Zero`` cotangent gives ``Zero``
-    cotangents without calling it."""
-
-    def transpose(ct: Any, *inputs: Any, **params: Any) -> list[Any]:
-        if type(ct) is Zero:
-            return [Zero(x.aval) if is_undefined(x) else None for x in inputs]
-        return rule(ct, *inputs, **params)
-
-    transpose_rules[primitive] = transpose
 
 
 def _unbroadcast(ct: Any, aval: Any) -> Any:

@@ -17,3 +17,7 @@ from minijax.lax.shapes import canonicalize_axes, canonicalize_shape, copy_p  # 
 from minijax.lax.slicing import *  # noqa: F403
 from minijax.lax.sorting import *  # noqa: F403
 from minijax.lax.special import *  # noqa: F403
+
+# isort: split
+# The lowering rules of the primitives above, while they move to their families' modules.
+from minijax.compiler import lowering_rules  # noqa: E402, F401
