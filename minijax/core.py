@@ -135,10 +135,8 @@ class Primitive:
         self.multiple_results = multiple_results
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        """Apply the primitive under the current trace (``current_trace()``, inlined: this
-        line runs for every operation)."""
-        trace = _state.trace
-        return (eval_trace if trace is None else trace).process_primitive(self, args, params)
+        """Apply the primitive under the current trace: the trace decides what that means."""
+        return current_trace().process_primitive(self, args, params)
 
     def def_impl(self, impl: Callable[..., Any]) -> Callable[..., Any]:
         """Register how to compute the primitive on NumPy arrays (used eagerly)."""
@@ -163,28 +161,6 @@ class Primitive:
 
     def __repr__(self) -> str:
         return self.name
-
-
-_shape_rule_cache: dict[tuple, Any] = {}
-
-
-def abstract_eval(primitive: Primitive, avals: tuple[ShapedArray, ...], params: dict) -> Any:
-    """``primitive.abstract_eval(*avals, **params)``, memoised.
-
-    Shape rules are pure functions of avals and params, and eager dispatch and tracing
-    both call one for every operation; a dictionary lookup is far cheaper than re-checking
-    dtypes and broadcasting. Errors are never cached: a bad call raises every time.
-    """
-    try:
-        key = (primitive, avals, tuple(params.items()))
-        return _shape_rule_cache[key]
-    except KeyError:
-        out = _shape_rule_cache[key] = primitive.abstract_eval(*avals, **params)
-        if len(_shape_rule_cache) > 50_000:
-            _shape_rule_cache.clear()
-        return out
-    except TypeError:  # an unhashable parameter: just compute
-        return primitive.abstract_eval(*avals, **params)
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, errors
+from minijax import errors
 from minijax import pretty_printer as pp
 from minijax.core import Literal, Primitive, ShapedArray, eval_jaxpr
 
@@ -433,7 +433,7 @@ def _check(top: Jaxpr) -> None:
         for inner in jaxprs_in_params(eqn.params):
             _check(inner)
         try:
-            out_avals = core.abstract_eval(eqn.primitive, in_avals, eqn.params)
+            out_avals = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
         except Exception as err:  # noqa: BLE001 - any rejection, reported with the equation
             raise _type_error(f"{type(err).__name__}: {err}", top, eqn) from err
         if not eqn.primitive.multiple_results:

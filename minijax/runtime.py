@@ -430,6 +430,26 @@ def _as_array(x: Any) -> Array:
     return host_to_array(x)
 
 
+_shape_rules_seen: dict[tuple, Any] = {}
+
+
+def _shape_rule(primitive: Primitive, avals: tuple[ShapedArray, ...], params: dict) -> Any:
+    """``primitive.abstract_eval(*avals, **params)``, remembered: eager dispatch runs a
+    shape rule for every operation, and a dictionary lookup costs far less than checking
+    dtypes and broadcasting again. (A fast path of the runtime; traces call the rule.)
+    Errors are never remembered: a bad call raises every time."""
+    try:
+        key = (primitive, avals, tuple(params.items()))
+        return _shape_rules_seen[key]
+    except KeyError:
+        out = _shape_rules_seen[key] = primitive.abstract_eval(*avals, **params)
+        if len(_shape_rules_seen) > 50_000:
+            _shape_rules_seen.clear()
+        return out
+    except TypeError:  # an unhashable parameter: just compute
+        return primitive.abstract_eval(*avals, **params)
+
+
 class EvalTrace(Trace):
     """Applies primitives to concrete arrays by dispatching them to a device."""
 
@@ -447,7 +467,7 @@ class EvalTrace(Trace):
             device, committed = _placement(primitive, args)
         else:
             device = _default_device or default_device()
-        out_avals = core.abstract_eval(primitive, tuple(avals), params)
+        out_avals = _shape_rule(primitive, tuple(avals), params)
         if not primitive.multiple_results:
             out = Array(out_avals, None, device, committed)
             device.enqueue((primitive, args, params, [out]))

@@ -181,7 +181,7 @@ class JaxprTrace(Trace):
 
     def process_primitive(self, primitive: Primitive, args: tuple, params: dict) -> Any:
         invars = [self.atom(x) for x in args]
-        out_avals = core.abstract_eval(primitive, tuple([v.aval for v in invars]), params)
+        out_avals = primitive.abstract_eval(*[v.aval for v in invars], **params)
         if not primitive.multiple_results:
             out_avals = [out_avals]
         outvars = [Var(aval) for aval in out_avals]
