@@ -24,9 +24,10 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from grader import inline
+from grader import inline, sandbox
 from grader.channel import Channel, ChannelClosed
 from grader.chapters import checks_from_source
 from grader.checks import Check
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     channel = Channel(read_fd, write_fd)
     inline.mute()
     worker = Worker()
+    sandbox.restrict(Path.cwd())
     while True:
         try:
             request = channel.receive()
