@@ -86,7 +86,7 @@ def check_sympy_gradient(ns):
             expect_accurate(got, gradient(*point), rtol=1e-12, hint=hint)
 
 
-@exercise("central_difference_best", points=2)
+@exercise("central_difference_best", points=2, remote=True)
 def check_central_difference_best(ns):
     cases = [
         ("np.exp", np.exp, 1.0, np.e),
@@ -106,7 +106,7 @@ def check_central_difference_best(ns):
             "error, and a step that ignores the scale of x fails for large x"))
 
 
-@exercise("complex_step_derivative", points=1)
+@exercise("complex_step_derivative", points=1, remote=True)
 def check_complex_step_derivative(ns):
     def f(z):
         return np.exp(z) * np.sin(z) / (1 + z**2)
@@ -129,7 +129,7 @@ def check_complex_step_derivative(ns):
                     hint=hint + "; it works on arrays too")
 
 
-@exercise("richardson", points=2)
+@exercise("richardson", points=2, remote=True)
 def check_richardson(ns):
     def central(f, x, h):
         return (f(x + h) - f(x - h)) / (2 * h)
