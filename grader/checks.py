@@ -167,6 +167,18 @@ def call_transformed(ns: Namespace, transform: str, name: str, *args: Any,
                          shown or f"{transform}({name})", *args, hint=hint)
 
 
+def call_each(ns: Namespace, name: str, calls: list[tuple[Any, ...]]
+              ) -> list[tuple[str, dict[str, Any]]]:
+    """The learner's ``name`` called on each argument tuple of ``calls``, in one request to the
+    learner's process (by the ``call_each`` probe, which goes on after a call that raised):
+    each call as messages show it, with its outcome for :func:`reported`. (Unlike
+    :func:`call`, it does not look for arguments modified in place.)"""
+    learner_function(ns, name)
+    outcomes = probe(ns, "call_each", name, [list(a) for a in calls], True)
+    return [(f"{name}({', '.join(show(arg) for arg in args)})", outcome)
+            for args, outcome in zip(calls, outcomes)]
+
+
 def reported(text: str, outcome: dict[str, Any], hint: str | None = None) -> Returned:
     """A call a probe made and reported (``{"value": ...}`` or ``{"raised": "..."}``) as the
     :class:`Returned` of ``text``, or the failure :func:`call` would give had it raised."""

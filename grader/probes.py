@@ -130,6 +130,27 @@ def attributes_of_result(ns: Any, name: str, args: list[Any], fun: Callable[...,
 
 
 @_probe
+def call_each(ns: Any, name: str, calls: list[list[Any]], keep_going: bool = False
+              ) -> list[dict[str, Any]]:
+    """``ns[name](*args)`` for each argument list of ``calls``, in one request (a check that
+    makes hundreds of calls would otherwise pay a round trip each): ``{"value": ...}`` or
+    ``{"raised": "TypeError: ...", "kinds": [the names of its classes]}`` per call, stopping
+    after the first that raises unless ``keep_going``."""
+    reports: list[dict[str, Any]] = []
+    for args in calls:
+        try:
+            reports.append({"value": ns[name](*args)})
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            reports.append({"raised": _describe(exc),
+                            "kinds": [kind.__name__ for kind in type(exc).__mro__]})
+            if not keep_going:
+                break
+    return reports
+
+
+@_probe
 def value_of(ns: Any, name: str) -> Any:
     """The notebook's global ``name`` itself (None if there is none), to compare as data."""
     return ns.get(name)
