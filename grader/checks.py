@@ -9,8 +9,9 @@ A check module (``exercises/checks/chNN_topic.py``) declares one check per exerc
         got = call(ns, "softmax", np.array([1000.0, 1001.0]))
         expect_close(got, [0.26894142, 0.73105858])
 
-A check receives the learner's namespace (the notebook's globals) and tests the learner's real
-objects. It passes by returning, and fails by raising :class:`CheckFailed` with a message that says
+A check receives the learner's namespace: the notebook's globals for ``check()`` in a notebook,
+or, in the grader, a stand-in that reaches them in the untrusted worker (see :class:`Check`).
+It passes by returning, and fails by raising :class:`CheckFailed` with a message that says
 which input was used, what was expected and what came back: the learner should be able to reproduce
 the failure from the message alone. The helpers below write those messages, so check modules stay
 short and the wording stays the same across chapters.
@@ -51,12 +52,13 @@ class Check:
     The notebook's metadata repeats name and points only so that tests can verify that notebook
     and check module agree; a learner could edit the metadata, but not the check module.
 
-    A ``remote`` check reaches the learner's code only through :func:`call` with plain-data
-    arguments (numbers, strings, numpy arrays, and lists, tuples, dicts of them). The grader then
-    runs it in its own trusted process: its expected values and comparisons never enter the
-    process that runs the learner's notebook, so no submission can forge its verdict. Other
-    checks (those that hand functions to the learner's code, or inspect its objects) run beside
-    the notebook, and their verdict is only as trustworthy as that process.
+    A ``remote`` check reaches the learner's code only with plain data: :func:`call` with
+    plain-data arguments (numbers, strings, numpy arrays, :class:`Shown` functions, and lists,
+    tuples, dicts of them) and :func:`probe`. The grader then runs it in its own trusted
+    process: its expected values and comparisons never enter the process that runs the
+    learner's notebook, so no submission can forge its verdict. Other checks (those that hand
+    the learner's code objects that cannot cross, or inspect its objects in ways no probe
+    covers) run beside the notebook, and their verdict is only as trustworthy as that process.
     """
 
     name: str

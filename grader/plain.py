@@ -50,7 +50,8 @@ class ProtocolError(Exception):
 
 class FunctionSource:
     """A function known by its Python source (a ``lambda`` expression or a ``def``), which is
-    all of it that crosses to the worker; :class:`grader.checks.Shown` is one."""
+    all of it that crosses to the worker; :class:`grader.checks.Shown` is one. The source may
+    build another value the worker must make itself (a SymPy expression, say)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -180,19 +181,23 @@ def _is_minijax_array(value: Any) -> bool:
     return kind.__module__ == "minijax.array" and kind.__name__ == "Array"
 
 
-def realize(value: Any, names: dict[str, Any]) -> Any:
+def realize(value: Any, names: dict[str, Any], made: list[Any] | None = None) -> Any:
     """``value`` with every :class:`FunctionSource` in it (in lists, tuples and dicts) made a
     :class:`grader.checks.Shown` that runs its source, evaluated here (in the worker) with
     ``np``, ``jnp``, ``lax`` and ``jax`` in scope and, for any other name, ``names`` (the
-    notebook's: a check may hand over ``lambda x: sin(x) * y`` built on the learner's ``sin``)."""
+    notebook's: a check may hand over ``lambda x: sin(x) * y`` built on the learner's ``sin``).
+    What each source became is appended to ``made``, in the order of :func:`functions_in`."""
+    made = [] if made is None else made
     if type(value) in (list, tuple):
-        return type(value)(realize(item, names) for item in value)
+        return type(value)(realize(item, names, made) for item in value)
     if type(value) is dict:
-        return {key: realize(item, names) for key, item in value.items()}
+        return {key: realize(item, names, made) for key, item in value.items()}
     if type(value) is FunctionSource:
         from grader.checks import Shown
 
-        return Shown(value.source, _evaluate(value.source, names))
+        built = _evaluate(value.source, names)
+        made.append(Shown(value.source, built) if callable(built) else built)
+        return made[-1]
     return value
 
 

@@ -94,6 +94,14 @@ def apply(ns: Any, transform: Callable[..., Any], name: str, *args: Any) -> Any:
 
 
 @_probe
+def observe(ns: Any, instrument: Callable[..., Any], *args: Any) -> Any:
+    """``instrument(ns, *args)``: an instrument of the check's own, sent as source (a ``def``
+    that observes the learner's objects and returns what it saw as plain data -- never an
+    expected value), for what no other probe covers."""
+    return instrument.fun(ns, *args)
+
+
+@_probe
 def is_instance(ns: Any, name: str, module: str, kind: str) -> bool:
     """Whether ``ns[name]`` is an instance of ``module.kind`` (``minijax``, ``custom_vjp``)."""
     import importlib
@@ -171,18 +179,21 @@ def counted_calls(ns: Any, name: str, transform: Callable[..., Any], calls: list
 
 
 @_probe
-def counted_factory(ns: Any, factory: str, counted_name: str,
-                    calls: list[list[Any]]) -> dict[str, Any]:
-    """Call the learner's ``factory()`` while the global ``counted_name`` counts how often its
-    Python code runs, then call what it returned on each argument list of ``calls`` (reported
-    as by :func:`counted_calls`); ``"made"`` is the factory's result when it is not callable."""
-    original = ns[counted_name]
-    counted = _Counted(original)
-    ns[counted_name] = counted
+def call_made(ns: Any, factory: str, args: list[Any], calls: list[list[Any]],
+              counted_name: str | None = None) -> dict[str, Any]:
+    """Call the learner's ``factory(*args)``, then the function it made on each argument list
+    of ``calls`` (reported as by :func:`counted_calls`, ``"runs"`` counting the runs of the
+    global ``counted_name`` while the factory ran, if given: the function the learner jits,
+    say); ``{"made": ...}`` is the factory's result when it is not callable."""
+    original = ns[counted_name] if counted_name else None
+    counted = _Counted(original or ns[factory])
+    if counted_name:
+        ns[counted_name] = counted
     try:
-        made = ns[factory]()
+        made = ns[factory](*args)
     finally:
-        ns[counted_name] = original
+        if counted_name:
+            ns[counted_name] = original
     if not callable(made):
         return {"made": made}
     return {"calls": _calls(made, counted, calls, False)}

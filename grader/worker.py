@@ -38,7 +38,7 @@ from grader.chapters import checks_from_source
 from grader.checks import Check, forbidding
 from grader.limits import Limits, TimeLimitExceeded, confine, guard
 from grader.outcome import Status, result_from_exception
-from grader.plain import decode, encode, functions_in, realize, safe_str, type_name
+from grader.plain import decode, encode, realize, safe_str, type_name
 from grader.probes import PROBES
 
 Reply = dict[str, Any]
@@ -116,15 +116,17 @@ class Worker:
         return {"outcome": "ok"}
 
     def call(self, name: str, args: list[Any]) -> Reply:
-        args = realize(args, self.ns)
+        made: list[Any] = []
+        args = realize(args, self.ns, made)
         value = self.ns[name](*args)
         return {"outcome": "returned", "value": encode(value), "args": encode(args),
-                "calls": _calls(args)}
+                "calls": _calls(made)}
 
     def probe(self, name: str, args: list[Any]) -> Reply:
-        args = realize(args, self.ns)
+        made: list[Any] = []
+        args = realize(args, self.ns, made)
         value = PROBES[name](self.ns, *args)
-        return {"outcome": "returned", "value": encode(value), "calls": _calls(args)}
+        return {"outcome": "returned", "value": encode(value), "calls": _calls(made)}
 
     def load(self, chapter: str, source: str) -> dict[str, Check]:
         """The checks of a module's ``source`` (loaded once); a module that fails to load is a
@@ -143,10 +145,12 @@ class Worker:
         return {"outcome": "verdict", "status": Status.PASSED.value, "message": ""}
 
 
-def _calls(args: list[Any]) -> list[int]:
-    """How often the learner's code called each of the check's functions among ``args``."""
-    return [function.calls if type(function.calls) is int else 0
-            for function in functions_in(args)]
+def _calls(made: list[Any]) -> list[int]:
+    """How often the learner's code called each of the check's functions (what the worker made
+    of each :class:`~grader.plain.FunctionSource`, in order; values that are no function count
+    0)."""
+    return [getattr(value, "calls", 0) if type(getattr(value, "calls", 0)) is int else 0
+            for value in made]
 
 
 def limited(limits: Limits, work: Callable[[], Reply],

@@ -358,3 +358,29 @@ def test_forbidding_restores_every_function():
             jacrev(lambda x: x)
     assert minijax.jacrev is jacrev
     assert np.allclose(np.asarray(jacrev(lambda x: 2 * x)(np.float32(1.0))), 2.0)
+
+
+def test_only_the_checks_the_readme_names_judge_beside_the_notebook():
+    from grader.chapters import known_chapters, load_checks
+
+    checks = default_checks_dir()
+    beside = [f"{chapter}:{name}" for chapter in known_chapters(checks)
+              for name, check in load_checks(chapter, checks).items() if not check.remote]
+    assert beside == ["01_arrays:sum_on_device"] + [
+        f"06_jaxprs:{name}" for name in ("count_primitives", "hoist_constants", "evaluate", "dce",
+                                         "flops")] + [
+        f"07_jit_and_xla:{name}" for name in ("compile_jaxpr", "leaky_relu_lowering", "cse",
+                                              "cache_key")]
+
+
+def test_a_function_crosses_as_its_source_and_its_calls_are_counted_back():
+    from grader.checks import Shown
+    from grader.plain import FunctionSource, functions_in, realize
+
+    shown = Shown("double", lambda x: 2 * x, "lambda x: 2 * x")
+    sent = decode(json.loads(json.dumps(encode([shown, {"k": FunctionSource("y")}]))))
+    assert [type(f) for f in functions_in(sent)] == [FunctionSource, FunctionSource]
+    made: list = []
+    there = realize(sent, {"y": 7}, made)
+    assert there[0](21) == 42 and there[0].calls == 1 and there[1] == {"k": 7}
+    assert made == [there[0], 7]  # what each source became, in the order both sides count

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-import minijax as jax
 import minijax.numpy as jnp
 from grader.checks import (
     CheckFailed,
@@ -27,7 +26,6 @@ from grader.checks import (
     call_described,
     call_returned,
     call_transformed,
-    describe_exception,
     exercise,
     expect_close,
     learner_function,
@@ -222,8 +220,8 @@ def check_make_fast_poly_features(ns):
     x = jnp.array([1.0, 2.0, -3.0])
     calls = [[x, 3, scale] for scale in (2.0, 4.0, 0.5)] + [[x, 2, 2.0]]
     # poly_features, the function the learner jits, counts its traces meanwhile
-    made = call_described(lambda: probe(ns, "counted_factory", "make_fast_poly_features",
-                                        "poly_features", calls), "make_fast_poly_features()")
+    made = call_described(lambda: probe(ns, "call_made", "make_fast_poly_features", [], calls,
+                                        "poly_features"), "make_fast_poly_features()")
     if "made" in made.value:
         raise CheckFailed(f"make_fast_poly_features() returned {brief(made.value['made'])}; "
                           f"expected a jitted function -- hint: {hint}")
@@ -256,80 +254,137 @@ def _polynomial(coefficients: Sequence[float], x: np.ndarray) -> np.ndarray:
     return sum(c * x**k for k, c in enumerate(coefficients))
 
 
-@exercise("Polynomial", points=2)
+#: Runs in the learner's process (the ``observe`` probe): what the learner's Polynomial class
+#: does with the check's inputs -- its leaves and tree structures, what tree_unflatten and its
+#: jitted ``__call__`` give, its trace counts and its gradient -- as plain data. Each step that
+#: raises ends the observation with the step's name and the error.
+_OBSERVE_POLYNOMIAL = """def observe_polynomial(ns, coefficient_lists, x):
+    describe = __import__("grader.checks", fromlist=["describe_exception"]).describe_exception
+    polynomial, tree, seen = ns["Polynomial"], jax.tree_util, {}
+
+    def step(name, work):
+        try:
+            seen[name] = work()
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            seen["raised"] = [name, describe(exc)]
+            return False
+        return True
+
+    def parts(value):
+        return {"is_polynomial": isinstance(value, polynomial), "value": value,
+                "name": getattr(value, "name", None),
+                "coefficients": getattr(value, "coefficients", None)}
+
+    def traces():
+        jitted.clear_cache()
+        for coefficients in ([1.0, -2.0, 3.0], [4.0, 5.0, 6.0], [0.0, 0.0, 1.0]):
+            polynomial(jnp.array(coefficients), "q")(x)
+        same_name = jitted._cache_size()
+        polynomial(jnp.array([1.0, -2.0, 3.0]), "r")(x)
+        return [same_name, jitted._cache_size()]
+
+    if not (step("make", lambda: polynomial(jnp.array([1.0, -2.0, 3.0]), "q"))
+            and step("flatten", lambda: (tree.tree_leaves(seen["make"]),
+                                         tree.tree_structure(seen["make"])))):
+        return seen
+    leaves, treedef = seen.pop("flatten")
+    seen["leaves"] = leaves
+    del seen["make"]
+    if not step("structures", lambda: [
+            tree.tree_structure(polynomial(jnp.array([4.0, 5.0, 6.0]), "q")) == treedef,
+            tree.tree_structure(polynomial(jnp.array([1.0, -2.0, 3.0]), "r")) == treedef]) \
+            or not step("rebuilt", lambda: parts(tree.tree_unflatten(
+                treedef, [jnp.array([7.0, 8.0, 9.0])]))):
+        return seen
+    seen["values"] = []
+    for coefficients in coefficient_lists:
+        if not step("value", lambda: polynomial(jnp.array(coefficients), "q")(x)):
+            return seen
+        seen["values"].append(seen.pop("value"))
+    jitted = polynomial.__dict__.get("__call__")
+    seen["jitted"] = hasattr(jitted, "clear_cache") and hasattr(jitted, "_cache_size")
+    if seen["jitted"] and step("traces", traces):
+        step("gradient", lambda: parts(jax.grad(lambda p, x: p(x))(
+            polynomial(jnp.array([1.0, -2.0, 3.0]), "q"), jnp.float32(2.0))))
+    return seen
+"""
+
+
+def _stopped_at(seen: dict[str, Any], step: str, message: str) -> None:
+    """Fail with ``message`` (given the learner's error) if the observation stopped at
+    ``step``."""
+    if seen.get("raised", [None])[0] == step:
+        raise CheckFailed(message.format(seen["raised"][1]))
+
+
+@exercise("Polynomial", points=2, remote=True)
 def check_polynomial(ns):
     if "Polynomial" not in ns:
         raise CheckFailed("Polynomial is not defined: did you run its cell?")
-    polynomial = ns["Polynomial"]
     hint = ("tree_flatten returns ((self.coefficients,), self.name); tree_unflatten(cls, name, "
             "children) returns cls(*children, name)")
-    p = polynomial(jnp.array([1.0, -2.0, 3.0]), "q")
-    try:
-        leaves = jax.tree_util.tree_leaves(p)
-        treedef = jax.tree_util.tree_structure(p)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"flattening Polynomial(jnp.array([1.0, -2.0, 3.0]), 'q') raised "
-                          f"{describe_exception(exc)} -- hint: {hint}") from exc
+    values_hint = ("Horner's rule: result = zeros_like(x); for c in reversed coefficients: "
+                   "result = result * x + c")
+    x = jnp.array([0.0, 1.0, 2.0, -1.5])
+    coefficient_lists = ([1.0, -2.0, 3.0], [0.5], [1.0, 0.0, 0.0, -1.0], [2.0, 1.0])
+    seen = probe(ns, "observe", FunctionSource(_OBSERVE_POLYNOMIAL),
+                 list(coefficient_lists), x)
+    _stopped_at(seen, "make", "the check stopped with {}")
+    _stopped_at(seen, "flatten", "flattening Polynomial(jnp.array([1.0, -2.0, 3.0]), 'q') "
+                f"raised {{}} -- hint: {hint}")
+    leaves = seen["leaves"]
     if len(leaves) != 1 or not np.array_equal(np.asarray(leaves[0]), [1.0, -2.0, 3.0]):
         raise CheckFailed(f"the leaves of Polynomial(jnp.array([1.0, -2.0, 3.0]), 'q') are "
                           f"{brief(leaves)}; expected one leaf, the coefficient array -- "
                           f"hint: {hint}")
-    same = jax.tree_util.tree_structure(polynomial(jnp.array([4.0, 5.0, 6.0]), "q"))
-    renamed = jax.tree_util.tree_structure(polynomial(jnp.array([1.0, -2.0, 3.0]), "r"))
-    if same != treedef or renamed == treedef:
+    _stopped_at(seen, "structures", "the check stopped with {}")
+    same, renamed = seen["structures"]
+    if not same or renamed:
         raise CheckFailed("the tree structure of a Polynomial should depend on its name and not "
                           "on its coefficients -- hint: the name is the auxiliary data, the "
                           "coefficients are the children")
-    try:
-        rebuilt = jax.tree_util.tree_unflatten(treedef, [jnp.array([7.0, 8.0, 9.0])])
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"tree_unflatten of a Polynomial raised {describe_exception(exc)} "
-                          f"-- hint: {hint}") from exc
-    if (not isinstance(rebuilt, polynomial) or getattr(rebuilt, "name", None) != "q"
-            or not np.array_equal(np.asarray(rebuilt.coefficients), [7.0, 8.0, 9.0])):
+    _stopped_at(seen, "rebuilt", f"tree_unflatten of a Polynomial raised {{}} -- hint: {hint}")
+    rebuilt = seen["rebuilt"]
+    if (not rebuilt["is_polynomial"] or rebuilt["name"] != "q"
+            or not np.array_equal(np.asarray(rebuilt["coefficients"]), [7.0, 8.0, 9.0])):
         raise CheckFailed("tree_unflatten(structure of Polynomial(..., 'q'), [jnp.array([7.0, "
                           "8.0, 9.0])]) did not give Polynomial(jnp.array([7.0, 8.0, 9.0]), "
                           f"'q') -- hint: {hint}")
-    check_polynomial_calls(polynomial)
-
-
-def check_polynomial_calls(polynomial: type) -> None:
-    """Values, traces and gradients of the learner's jitted ``__call__``."""
-    hint = ("Horner's rule: result = zeros_like(x); for c in reversed coefficients: "
-            "result = result * x + c")
-    x = jnp.array([0.0, 1.0, 2.0, -1.5])
-    for coefficients in ([1.0, -2.0, 3.0], [0.5], [1.0, 0.0, 0.0, -1.0], [2.0, 1.0]):
-        p = polynomial(jnp.array(coefficients), "q")
-        got = call_returned(p, f"Polynomial(jnp.array({coefficients}), 'q')", x, hint=hint)
+    for coefficients, value in zip(coefficient_lists, seen["values"]):
+        got = Returned(f"Polynomial(jnp.array({coefficients}), 'q')({show(x)})", value)
         expect_close(got, _polynomial(coefficients, np.asarray(x)), rtol=1e-6, atol=1e-6,
-                     hint=hint)
-    jitted = polynomial.__dict__.get("__call__")
-    if not hasattr(jitted, "clear_cache") or not hasattr(jitted, "_cache_size"):
+                     hint=values_hint)
+    shown = len(seen["values"])
+    if shown < len(coefficient_lists):
+        coefficients = coefficient_lists[shown]
+        raise CheckFailed(f"Polynomial(jnp.array({coefficients}), 'q')({show(x)}) raised "
+                          f"{seen['raised'][1]} -- hint: {values_hint}")
+    check_polynomial_traces(seen, values_hint)
+
+
+def check_polynomial_traces(seen: dict[str, Any], hint: str) -> None:
+    """Trace counts and the gradient of the learner's jitted ``__call__``, as observed."""
+    if not seen["jitted"]:
         raise CheckFailed("Polynomial.__call__ is not jitted -- hint: keep the @jax.jit "
                           "decorator on __call__")
-    jitted.clear_cache()
-    for coefficients in ([1.0, -2.0, 3.0], [4.0, 5.0, 6.0], [0.0, 0.0, 1.0]):
-        polynomial(jnp.array(coefficients), "q")(x)
-    if jitted._cache_size() != 1:
+    _stopped_at(seen, "traces", "the check stopped with {}")
+    same_name, renamed = seen["traces"]
+    if same_name != 1:
         raise CheckFailed(f"three Polynomials named 'q' with 3 coefficients each made "
-                          f"{jitted._cache_size()} traces of __call__; expected 1 -- hint: the "
+                          f"{same_name} traces of __call__; expected 1 -- hint: the "
                           "coefficients are children (traced), so new values need no new trace")
-    polynomial(jnp.array([1.0, -2.0, 3.0]), "r")(x)
-    if jitted._cache_size() != 2:
+    if renamed != 2:
         raise CheckFailed("a Polynomial with another name did not make a new trace of __call__ "
                           "-- hint: the name is auxiliary data, part of the tree structure")
-    loss = jax.grad(lambda p, x: p(x))
-    shown = "jax.grad(lambda p, x: p(x))"
-    got = call_returned(loss, shown, polynomial(jnp.array([1.0, -2.0, 3.0]), "q"),
-                        jnp.float32(2.0), hint=hint)
-    gradient = got.value
-    if not isinstance(gradient, polynomial) or getattr(gradient, "name", None) != "q":
-        raise CheckFailed(f"{got.call} returned {brief(gradient)}; expected a Polynomial "
+    shown = "jax.grad(lambda p, x: p(x))(Polynomial(jnp.array([1.0, -2.0, 3.0]), 'q'), " \
+        "jnp.float32(2.0))"
+    _stopped_at(seen, "gradient", f"{shown} raised {{}} -- hint: {hint}")
+    gradient = seen["gradient"]
+    if not gradient["is_polynomial"] or gradient["name"] != "q":
+        raise CheckFailed(f"{shown} returned {brief(gradient['value'])}; expected a Polynomial "
                           "named 'q' holding the gradient -- hint: grad returns the same pytree "
                           "structure as its argument")
-    expect_close(Returned(got.call + ".coefficients", gradient.coefficients), [1.0, 2.0, 4.0],
+    expect_close(Returned(shown + ".coefficients", gradient["coefficients"]), [1.0, 2.0, 4.0],
                  rtol=1e-6, hint="d p(x) / d c_k = x**k")
