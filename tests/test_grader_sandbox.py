@@ -360,17 +360,13 @@ def test_forbidding_restores_every_function():
     assert np.allclose(np.asarray(jacrev(lambda x: 2 * x)(np.float32(1.0))), 2.0)
 
 
-def test_only_the_checks_the_readme_names_judge_beside_the_notebook():
+def test_every_check_of_the_course_judges_in_the_trusted_process():
     from grader.chapters import known_chapters, load_checks
 
     checks = default_checks_dir()
     beside = [f"{chapter}:{name}" for chapter in known_chapters(checks)
               for name, check in load_checks(chapter, checks).items() if not check.remote]
-    assert beside == ["01_arrays:sum_on_device"] + [
-        f"06_jaxprs:{name}" for name in ("count_primitives", "hoist_constants", "evaluate", "dce",
-                                         "flops")] + [
-        f"07_jit_and_xla:{name}" for name in ("compile_jaxpr", "leaky_relu_lowering", "cse",
-                                              "cache_key")]
+    assert beside == []
 
 
 def test_a_function_crosses_as_its_source_and_its_calls_are_counted_back():
