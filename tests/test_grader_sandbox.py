@@ -7,8 +7,10 @@ The fixture notebooks in ``tests/fixtures/grader/hostile/`` belong to the real c
   the grade: a fake results file, an ``atexit`` handler or a background thread rewriting it,
   forged replies written into the grader's pipe, patched numpy comparisons, check objects,
   ``run_check``, the ``Result`` class or ``sys.modules``, an ``__array__`` that walks its callers'
-  frames for the expected value, ``gc`` searches, reading the grader's ``/proc`` files, and files
-  written into the grader's package. Each must score exactly zero.
+  frames for the expected value, ``gc`` searches, reading the grader's ``/proc`` files, files
+  written into the grader's package, reading the solutions, and stopping the grader with
+  ``SIGSTOP``. Each must score exactly zero; those that only a user of its own or Landlock
+  keeps out are graded once more with the worker as the grader's own user.
 * ``robust_*`` -- the solved notebook with one hostile piece: the ``relu`` exercise blocks,
   ignores or disarms the timer signal, sleeps in C, raises ``KeyboardInterrupt``, allocates
   16 GB, or writes garbage into the grader's pipe (relu scores
