@@ -382,3 +382,22 @@ def test_a_function_crosses_as_its_source_and_its_calls_are_counted_back():
     there = realize(sent, {"y": 7}, made)
     assert there[0](21) == 42 and there[0].calls == 1 and there[1] == {"k": 7}
     assert made == [there[0], 7]  # what each source became, in the order both sides count
+
+
+def test_a_probed_chapter_holds_no_expected_value_for_gc_to_find(tmp_path):
+    # Chapter 02's huber is checked with calls and a trace probe; its expected values are
+    # computed in the grader only, so the worker's heap has none to hand back.
+    notebook = solved_variant(
+        tmp_path, "02_numpy_and_lax", "huber",
+        "import gc\n\n\n"
+        "def huber(x, delta):\n"
+        "    for obj in gc.get_objects():\n"
+        "        if type(obj) is np.ndarray and obj.shape == np.shape(x) and obj.min() >= 0 \\\n"
+        "                and obj.dtype.kind == 'f':\n"
+        "            return jnp.asarray(obj, dtype=x.dtype)\n"
+        "    return x * 0.0")
+    report = grade_notebook(notebook, "02_numpy_and_lax", default_checks_dir(),
+                            Limits(exercise_seconds=60))
+    result = next(r for r in report.results if r.name == "huber")
+    assert (result.status, result.points) == (Status.FAILED, 0), result.message
+    assert report.score == report.max_score - result.max_points
