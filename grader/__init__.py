@@ -14,6 +14,9 @@ In a notebook: ``from grader import checker; check = checker("00_warmup")``, the
 * :mod:`grader.plain` -- the plain data that alone crosses between worker and grader;
 * :mod:`grader.channel` -- the pipe they cross, with deadlines;
 * :mod:`grader.worker` -- the untrusted process that runs one notebook;
+* :mod:`grader.sandbox` -- what that process may read, write and signal (Linux Landlock);
+* :mod:`grader.reference` -- the answers it must not reach for (solutions, reference pieces);
+* :mod:`grader.probes` -- instruments checks run there (tracing, counting runs under jit);
 * :mod:`grader.session` -- starting that process confined, asking it, killing it;
 * :mod:`grader.remote` -- the notebook's functions as a check in the grader calls them;
 * :mod:`grader.runner` -- the trusted side: runs the cells there, the checks here, decides scores;

@@ -9,8 +9,9 @@ A check module (``exercises/checks/chNN_topic.py``) declares one check per exerc
         got = call(ns, "softmax", np.array([1000.0, 1001.0]))
         expect_close(got, [0.26894142, 0.73105858])
 
-A check receives the learner's namespace (the notebook's globals) and tests the learner's real
-objects. It passes by returning, and fails by raising :class:`CheckFailed` with a message that says
+A check receives the learner's namespace: the notebook's globals for ``check()`` in a notebook,
+or, in the grader, a stand-in that reaches them in the untrusted worker (see :class:`Check`).
+It passes by returning, and fails by raising :class:`CheckFailed` with a message that says
 which input was used, what was expected and what came back: the learner should be able to reproduce
 the failure from the message alone. The helpers below write those messages, so check modules stay
 short and the wording stays the same across chapters.
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.plain import Opaque, safe_str
+from grader.plain import FunctionSource, Opaque, decode, encode, realize, safe_str
 
 Namespace = Mapping[str, Any]
 
@@ -51,32 +52,36 @@ class Check:
     The notebook's metadata repeats name and points only so that tests can verify that notebook
     and check module agree; a learner could edit the metadata, but not the check module.
 
-    A ``remote`` check reaches the learner's code only through :func:`call` with plain-data
-    arguments (numbers, strings, numpy arrays, and lists, tuples, dicts of them). The grader then
-    runs it in its own trusted process: its expected values and comparisons never enter the
-    process that runs the learner's notebook, so no submission can forge its verdict. Other
-    checks (those that hand functions to the learner's code, or inspect its objects) run beside
-    the notebook, and their verdict is only as trustworthy as that process.
+    A ``remote`` check reaches the learner's code only with plain data: :func:`call` with
+    plain-data arguments (numbers, strings, numpy arrays, :class:`Shown` functions, and lists,
+    tuples, dicts of them) and :func:`probe`. The grader then runs it in its own trusted
+    process: its expected values and comparisons never enter the process that runs the
+    learner's notebook, so no submission can forge its verdict. Other checks (those that hand
+    the learner's code objects that cannot cross, or inspect its objects in ways no probe
+    covers) run beside the notebook, and their verdict is only as trustworthy as that process.
     """
 
     name: str
     points: float
     run: Callable[[Namespace], None]
     remote: bool = False
+    replaces: tuple[str, ...] = ()
 
 
 def exercise(
-    name: str, points: float, *, remote: bool = False
+    name: str, points: float, *, remote: bool = False, replaces: tuple[str, ...] = ()
 ) -> Callable[[Callable[[Namespace], None]], Check]:
     """Declare the decorated function as the check of exercise ``name``, worth ``points``
-    (``remote``: see :class:`Check`).
+    (``remote``: see :class:`Check`). ``replaces`` names, dotted (``"minijax.jacrev"``), the
+    reference functions the exercise asks the learner to write: while the grader checks it,
+    calling one of them fails the exercise and says so (:mod:`grader.reference`).
 
     The function is replaced by a :class:`Check`; the grader collects the module's ``Check``
     objects in the order they are defined, which is the order exercises are reported in.
     """
 
     def declare(run: Callable[[Namespace], None]) -> Check:
-        return Check(name=name, points=points, run=run, remote=remote)
+        return Check(name=name, points=points, run=run, remote=remote, replaces=tuple(replaces))
 
     return declare
 
@@ -140,11 +145,59 @@ def call_returned(function: Callable[..., Any], shown: str, *args: Any,
     return call_described(function, text, *args, hint=hint)
 
 
-class Shown:
-    """A function the check hands to the learner's code: messages show it as ``text``,
-    and it counts its calls (to check, say, that a gradient costs one evaluation)."""
+def probe(ns: Namespace, name: str, *args: Any) -> Any:
+    """What the worker-side instrument ``name`` of :mod:`grader.probes` reports on the
+    learner's namespace, called with ``args``: plain data only, whichever side of the pipe the
+    namespace is on. A probe only observes (it traces, counts, or calls with functions of the
+    check's); the check compares what it reports with what it expects."""
+    remote = getattr(ns, "probe", None)
+    if remote is not None:
+        return remote(name, args)
+    from grader.probes import PROBES
 
-    def __init__(self, text: str, fun: Callable[..., Any]) -> None:
+    return decode(encode(PROBES[name](ns, *realize(args, ns))))
+
+
+def call_transformed(ns: Namespace, transform: str, name: str, *args: Any,
+                     shown: str | None = None, hint: str | None = None) -> Returned:
+    """:func:`call_returned` of ``transform(f)``, where ``f`` is the learner's function ``name``
+    and ``transform`` the source of a function of a function (``"jax.grad"``, ``"lambda f:
+    jax.jit(f)"``) evaluated where ``f`` lives; messages show the call as
+    ``shown(arguments)``, by default ``transform(name)(arguments)``."""
+    learner_function(ns, name)
+    return call_returned(lambda *a: probe(ns, "apply", FunctionSource(transform), name, *a),
+                         shown or f"{transform}({name})", *args, hint=hint)
+
+
+def call_each(ns: Namespace, name: str, calls: list[tuple[Any, ...]]
+              ) -> list[tuple[str, dict[str, Any]]]:
+    """The learner's ``name`` called on each argument tuple of ``calls``, in one request to the
+    learner's process (by the ``call_each`` probe, which goes on after a call that raised):
+    each call as messages show it, with its outcome for :func:`reported`. (Unlike
+    :func:`call`, it does not look for arguments modified in place.)"""
+    learner_function(ns, name)
+    outcomes = probe(ns, "call_each", name, [list(a) for a in calls], True)
+    return [(f"{name}({', '.join(show(arg) for arg in args)})", outcome)
+            for args, outcome in zip(calls, outcomes)]
+
+
+def reported(text: str, outcome: dict[str, Any], hint: str | None = None) -> Returned:
+    """A call a probe made and reported (``{"value": ...}`` or ``{"raised": "..."}``) as the
+    :class:`Returned` of ``text``, or the failure :func:`call` would give had it raised."""
+    if "raised" in outcome:
+        raise _failure(f"{text} raised {outcome['raised']}", hint)
+    return Returned(call=text, value=outcome.get("value"))
+
+
+class Shown(FunctionSource):
+    """A function the check hands to the learner's code: messages show it as ``text``,
+    and it counts its calls (to check, say, that a gradient costs one evaluation).
+
+    To the grader's worker it crosses as its ``source`` (``text`` unless given): the worker
+    evaluates that, and the calls counted there are added here (see :mod:`grader.plain`)."""
+
+    def __init__(self, text: str, fun: Callable[..., Any], source: str | None = None) -> None:
+        super().__init__(text if source is None else source)
         self.text, self.fun, self.calls = text, fun, 0
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -159,13 +212,22 @@ class ForbiddenTransformation(Exception):
     """Raised, inside the learner's code, by a function an exercise asks not to use."""
 
 
-#: While :func:`forbidding` is in force: the message of each forbidden function, by its name.
-_REFUSALS: dict[str, str] = {}
+#: While :func:`forbidding` is in force: the message of each forbidden function, by its name,
+#: and whether a call is recorded for the grader (see :mod:`grader.reference`).
+_REFUSALS: dict[str, tuple[str, bool]] = {}
+#: The :func:`forbidding` blocks in force, as plain data (module name, names, ``instead``): a
+#: remote namespace sends them with each request, and the worker forbids the same there.
+FORBIDDEN: list[list[Any]] = []
 
 
 def refusal(name: str) -> ForbiddenTransformation:
     """The exception a forbidden function raises (its code, swapped in, calls this)."""
-    return ForbiddenTransformation(_REFUSALS.get(name, f"jax.{name} is not to be used here"))
+    message, record = _REFUSALS.get(name, (f"jax.{name} is not to be used here", False))
+    if record:
+        from grader.reference import REFUSED
+
+        REFUSED.append(message)
+    return ForbiddenTransformation(message)
 
 
 def _refusing_code(name: str) -> types.CodeType:
@@ -179,9 +241,12 @@ def _refusing_code(name: str) -> types.CodeType:
 
 
 @contextlib.contextmanager
-def forbidding(module: Any, *names: str, instead: str) -> Iterator[None]:
+def forbidding(module: Any, *names: str, instead: str, label: str | None = None
+               ) -> Iterator[None]:
     """While the block runs, ``module.<name>`` (``jax.grad``, say) raises
-    :class:`ForbiddenTransformation`, with a message that says what to use ``instead``.
+    :class:`ForbiddenTransformation`, with a message that says what to use ``instead``
+    and names the function ``jax.<name>`` (or ``label``, which also records each call in
+    :data:`grader.reference.REFUSED`, for the grader).
 
     A plain function's own code is swapped, not just the module's attribute, so that a
     reference the learner took before (``from minijax import grad``), or an import from the
@@ -190,15 +255,20 @@ def forbidding(module: Any, *names: str, instead: str) -> Iterator[None]:
     saved = {name: getattr(module, name) for name in names}
     codes = {name: function.__code__ for name, function in saved.items()
              if isinstance(function, types.FunctionType) and not function.__code__.co_freevars}
+    entry = [module.__name__, list(names), instead]
+    FORBIDDEN.append(entry)
     try:
         for name, function in saved.items():
-            _REFUSALS[name] = f"this exercise is to be solved without jax.{name}: {instead}"
+            shown = label or f"jax.{name}"
+            _REFUSALS[name] = (f"this exercise is to be solved without {shown}: {instead}",
+                               label is not None)
             if name in codes:
                 function.__code__ = _refusing_code(name)
             else:
                 setattr(module, name, types.FunctionType(_refusing_code(name), {}))
         yield
     finally:
+        FORBIDDEN.remove(entry)
         for name, function in saved.items():
             if name in codes:
                 function.__code__ = codes[name]

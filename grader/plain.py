@@ -16,7 +16,13 @@ Both directions use the same format (the grader encodes the inputs it sends, too
     {"$": "complex", "re": 1.0, "im": 2.0}
     {"$": "ndarray", "dtype": "<f8", "shape": [2], "data": "<base64>"}   and "scalar" (no shape)
     {"$": "jax", ...}                                       a minijax array, fields as "ndarray"
+    {"$": "function", "source": "lambda x: 2 * x"}          a :class:`FunctionSource`
     {"$": "opaque", "type": "Foo", "text": "Foo(...)"}
+
+A dict of another type (a subclass) is sent as a plain dict. A function crosses only one way,
+from the grader to the worker, and only as its source text: the worker evaluates it
+(:func:`realize`) with ``np``, ``jnp``, ``lax`` and ``jax`` (minijax) in scope, so that a check
+can hand a function of its own to the learner's code; what crosses back is a text again.
 """
 
 from __future__ import annotations
@@ -33,10 +39,25 @@ MAX_TEXT = 10_000
 MAX_BYTES = 64 * 2**20
 
 _OPAQUE_TEXT = 300
+#: The dtypes of ``ml_dtypes`` (bfloat16 and friends) that cross by name: NumPy sees them as
+#: opaque bytes (kind ``V``), which are refused otherwise.
+_NAMED_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4", "uint4")
 
 
 class ProtocolError(Exception):
     """The worker sent something that is not plain data (a bug, or a forgery attempt)."""
+
+
+class FunctionSource:
+    """A function known by its Python source (a ``lambda`` expression or a ``def``), which is
+    all of it that crosses to the worker; :class:`grader.checks.Shown` is one. The source may
+    build another value the worker must make itself (a SymPy expression, say)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def __repr__(self) -> str:
+        return self.source
 
 
 class Opaque:
@@ -61,16 +82,21 @@ def encode(value: Any, depth: int = 0) -> Any:
     if depth < MAX_DEPTH and kind in (list, tuple):
         items = [encode(item, depth + 1) for item in value]
         return items if kind is list else {"$": "tuple", "items": items}
-    if depth < MAX_DEPTH and kind is dict:
+    if isinstance(value, FunctionSource):
+        return {"$": "function", "source": value.source}
+    if depth < MAX_DEPTH and isinstance(value, dict):
         pairs = [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]
         return {"$": "dict", "items": pairs}
     array = _as_numeric_array(value)
     if array is not None:
         data = base64.b64encode(np.ascontiguousarray(array).tobytes()).decode("ascii")
         if isinstance(value, np.generic):
-            return {"$": "scalar", "dtype": array.dtype.str, "data": data}
-        tag = "jax" if _is_minijax_array(value) else "ndarray"
-        return {"$": tag, "dtype": array.dtype.str, "shape": list(array.shape), "data": data}
+            return {"$": "scalar", "dtype": _dtype_text(array.dtype), "data": data}
+        encoded = {"$": "ndarray", "dtype": _dtype_text(array.dtype),
+                   "shape": list(array.shape), "data": data}
+        if _is_minijax_array(value):
+            encoded["$"] = "jax"
+        return encoded
     return {"$": "opaque", "type": type_name(value), "text": _safe_repr(value)}
 
 
@@ -108,6 +134,8 @@ def decode(data: Any, depth: int = 0) -> Any:
         import minijax.numpy as jnp  # only chapters that use minijax send its arrays
 
         return jnp.asarray(_decode_array(data, tag))
+    if tag == "function":
+        return FunctionSource(_text(_field(data, "source", str)))
     if tag == "opaque":
         return Opaque(_text(_field(data, "type", str))[:100], _text(_field(data, "text", str)))
     raise ProtocolError(f"unknown tag {tag[:20]!r}")
@@ -122,9 +150,29 @@ def _as_numeric_array(value: Any) -> np.ndarray | None:
         array = np.asarray(value)
     except Exception:  # the learner's __array__ may raise anything
         return None
-    if type(array) is not np.ndarray or array.dtype.kind not in "biufc":
+    if type(array) is not np.ndarray or not _is_numeric(array.dtype):
         return None
     return array
+
+
+def _is_numeric(dtype: np.dtype) -> bool:
+    return (dtype.kind in "biufc" and not dtype.hasobject and dtype.fields is None) \
+        or (dtype.kind == "V" and dtype.name in _NAMED_DTYPES and dtype.fields is None)
+
+
+def _dtype_text(dtype: np.dtype) -> str:
+    return dtype.name if dtype.kind == "V" else dtype.str
+
+
+def _parse_dtype(text: str) -> np.dtype:
+    if text in _NAMED_DTYPES:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, text))
+    try:
+        return np.dtype(text)
+    except TypeError as exc:
+        raise ProtocolError(f"bad dtype: {exc}") from None
 
 
 def _is_minijax_array(value: Any) -> bool:
@@ -133,12 +181,53 @@ def _is_minijax_array(value: Any) -> bool:
     return kind.__module__ == "minijax.array" and kind.__name__ == "Array"
 
 
+def realize(value: Any, names: dict[str, Any], made: list[Any] | None = None) -> Any:
+    """``value`` with every :class:`FunctionSource` in it (in lists, tuples and dicts) made a
+    :class:`grader.checks.Shown` that runs its source, evaluated here (in the worker) with
+    ``np``, ``jnp``, ``lax`` and ``jax`` in scope and, for any other name, ``names`` (the
+    notebook's: a check may hand over ``lambda x: sin(x) * y`` built on the learner's ``sin``).
+    What each source became is appended to ``made``, in the order of :func:`functions_in`."""
+    made = [] if made is None else made
+    if type(value) in (list, tuple):
+        return type(value)(realize(item, names, made) for item in value)
+    if type(value) is dict:
+        return {key: realize(item, names, made) for key, item in value.items()}
+    if type(value) is FunctionSource:
+        from grader.checks import Shown
+
+        built = _evaluate(value.source, names)
+        made.append(Shown(value.source, built) if callable(built) else built)
+        return made[-1]
+    return value
+
+
+def functions_in(value: Any) -> list[Any]:
+    """The :class:`FunctionSource` objects in ``value``, depth first (the order in which the
+    grader and the worker both find them)."""
+    if type(value) in (list, tuple):
+        return [found for item in value for found in functions_in(item)]
+    if isinstance(value, dict):
+        return [found for item in value.values() for found in functions_in(item)]
+    return [value] if isinstance(value, FunctionSource) else []
+
+
+def _evaluate(source: str, names: dict[str, Any]) -> Any:
+    """The function ``source`` defines: a ``def`` statement, or an expression."""
+    import minijax
+    import minijax.numpy as jnp
+    from minijax import lax
+
+    scope: dict[str, Any] = {**names, "np": np, "jnp": jnp, "lax": lax, "jax": minijax,
+                             "minijax": minijax}
+    if source.startswith("def "):
+        exec(source, scope)
+        return scope[source[4:].partition("(")[0].strip()]
+    return eval(source, scope)
+
+
 def _decode_array(data: dict[str, Any], tag: str) -> np.ndarray | np.generic:
-    try:
-        dtype = np.dtype(_field(data, "dtype", str))
-    except TypeError as exc:
-        raise ProtocolError(f"bad dtype: {exc}") from None
-    if dtype.kind not in "biufc" or dtype.hasobject or dtype.fields is not None:
+    dtype = _parse_dtype(_field(data, "dtype", str))
+    if not _is_numeric(dtype):
         raise ProtocolError(f"dtype {dtype} is not numeric")
     shape = [] if tag == "scalar" else _field(data, "shape", list)
     if not all(type(n) is int and n >= 0 for n in shape) or len(shape) > 32:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from grader.limits import GradingLimit, OutputLimitExceeded, TimeLimitExceeded
-from grader.plain import Opaque, ProtocolError, decode, encode
+from grader.plain import Opaque, ProtocolError, decode, encode, functions_in
 
 #: Sends one request to the worker within the exercise's budget and returns the reply.
 Ask = Callable[[dict[str, Any]], dict[str, Any]]
@@ -52,11 +52,22 @@ class RemoteNamespace(Mapping[str, Any]):
         return self._ask({"op": "lookup", "name": name})
 
     def call(self, name: str, args: tuple[Any, ...]) -> Any:
-        reply = self._ask({"op": "call", "name": name, "args": encode(list(args))})
+        reply = self._ask({"op": "call", "name": name, "args": encode(list(args)),
+                           "forbidding": _forbidden()})
         if reply.get("outcome") == "returned":
             value, after = decode(reply.get("value")), decode(reply.get("args"))
             _copy_back(args, after)
+            _count_calls(args, reply.get("calls"))
             return value
+        raise rebuild_exception(reply, self._seconds, self._output)
+
+    def probe(self, name: str, args: tuple[Any, ...]) -> Any:
+        """What the worker's probe ``name`` (see :func:`grader.checks.probe`) reports."""
+        reply = self._ask({"op": "probe", "name": name, "args": encode(list(args)),
+                           "forbidding": _forbidden()})
+        if reply.get("outcome") == "returned":
+            _count_calls(args, reply.get("calls"))
+            return decode(reply.get("value"))
         raise rebuild_exception(reply, self._seconds, self._output)
 
 
@@ -87,13 +98,32 @@ def rebuild_exception(reply: dict[str, Any], seconds: float, output: int) -> Bas
     if kind == "system_exit":
         code = reply.get("code")
         return SystemExit(code if code is None or type(code) in (int, str) else None)
+    if name in _BUILTIN_EXCEPTIONS:  # so that a check can catch, say, the ValueError it expects
+        return _BUILTIN_EXCEPTIONS[name](message)
     return type(name, (LearnerException,), {})(message)
+
+
+#: Exceptions that come back as themselves (made here, with the learner's message only).
+_BUILTIN_EXCEPTIONS: dict[str, type[Exception]] = {
+    cls.__name__: cls for cls in (ValueError, TypeError, KeyError, IndexError, AttributeError,
+                                  ZeroDivisionError, OverflowError, RuntimeError,
+                                  AssertionError, ArithmeticError, LookupError)
+}
 
 
 class LearnerException(Exception):
     """Base of the stand-ins for exceptions raised by learner code in the worker: same name,
     same message, raised in the grader. ``KeyboardInterrupt`` arrives as one too, and so fails
     its exercise instead of stopping the grading."""
+
+
+class ReferenceUsed(GradingLimit):
+    """The learner's code reached for the answer while its exercise was graded: it called the
+    reference function the exercise replaces, or tried to read the course's solutions or
+    checks (see :mod:`grader.reference`)."""
+
+    def __init__(self, refused: list[str]) -> None:
+        super().__init__(f"the notebook reached for the answer, which scores zero: {refused[0]}")
 
 
 class WorkerLost(GradingLimit):
@@ -110,3 +140,25 @@ def _copy_back(args: tuple[Any, ...], after: Any) -> None:
         if isinstance(arg, np.ndarray) and isinstance(new, np.ndarray) and \
                 new.shape == arg.shape and new.dtype == arg.dtype:
             arg[...] = new
+        elif isinstance(arg, dict) and type(new) is dict and new != arg:
+            arg.clear()
+            arg.update(new)
+
+
+def _forbidden() -> list[list[Any]]:
+    """The :func:`~grader.checks.forbidding` blocks the check is in, for the worker to apply."""
+    from grader.checks import FORBIDDEN
+
+    return [list(entry) for entry in FORBIDDEN]
+
+
+def _count_calls(args: tuple[Any, ...], calls: Any) -> None:
+    """Add to the check's :class:`~grader.checks.Shown` functions among ``args`` the calls the
+    worker counted on its copies of them."""
+    shown = functions_in(list(args))
+    if type(calls) is not list or len(calls) != len(shown) or \
+            not all(type(n) is int and n >= 0 for n in calls):
+        raise ProtocolError("the calls of the check's functions must come back as counts")
+    for function, count in zip(shown, calls, strict=True):
+        if hasattr(function, "calls"):
+            function.calls += count

@@ -33,7 +33,7 @@ from grader.limits import GradingLimit, Limits, TimeLimitExceeded
 from grader.notebook import CodeCell, NotebookError, find_magic, read_code_cells
 from grader.outcome import NotebookReport, Result, Status, result_from_exception
 from grader.plan import Plan, make_plan
-from grader.remote import RemoteNamespace, WorkerLost, rebuild_exception
+from grader.remote import ReferenceUsed, RemoteNamespace, WorkerLost, rebuild_exception
 from grader.session import Session
 
 
@@ -109,8 +109,9 @@ class Budget:
     to be killed for it (every later request of the same exercise fails the same way)."""
 
     seconds: float
+    check: Check | None = None
     start: float = field(default_factory=time.monotonic)
-    lost: WorkerLost | None = None
+    lost: GradingLimit | None = None
 
     def left(self) -> float:
         return self.seconds - (time.monotonic() - self.start)
@@ -141,17 +142,17 @@ class Grading:
                 else:
                     self.results[step.check.name] = self.exercise(step.cell, step.check)
             for check in plan.unclaimed:
-                self.results[check.name] = self.judge(check, self.budget())
+                self.results[check.name] = self.judge(check, self.budget(check))
         except StopGrading:
             pass
         finally:
             self.session.close()
 
-    def budget(self) -> Budget:
+    def budget(self, check: Check | None = None) -> Budget:
         if self.session.notebook_time_left() <= 0:
             self.error = self.limits.notebook_time_is_up()
             raise StopGrading
-        return Budget(self.limits.exercise_seconds)
+        return Budget(self.limits.exercise_seconds, check)
 
     def ordinary(self, cell: CodeCell) -> None:
         """Run an ordinary cell; a problem becomes a note (it costs no points)."""
@@ -181,7 +182,7 @@ class Grading:
         if magic is not None:
             message = f"exercise cells must be plain Python (found IPython magic `{magic}`)"
             return Result.of(check, Status.FAILED, message)
-        budget = self.budget()
+        budget = self.budget(check)
         try:
             reply = self.ask(self.run_request(cell), budget)
         except GradingLimit as lost:  # the worker was lost, or the exercise's time is up
@@ -229,6 +230,8 @@ class Grading:
         left = budget.left()
         if left <= 0:
             raise TimeLimitExceeded(self.limits.exercise_seconds)
+        if budget.check is not None and budget.check.replaces:
+            request = {**request, "forbid": list(budget.check.replaces)}
         try:
             reply = self.session.ask(request, left)
         except WorkerLost as lost:
@@ -244,7 +247,21 @@ class Grading:
             self.error = f"the grader failed: {message.strip().splitlines()[-1]}"
             self.notes.append(f"the grader failed while running the notebook:\n{message}")
             raise StopGrading
+        self.refused(reply, budget)
         return reply
+
+    def refused(self, reply: dict[str, Any], budget: Budget) -> None:
+        """What the worker refused during the request: in an exercise's request, it fails the
+        exercise (:class:`ReferenceUsed`); in an ordinary cell's, it is a note."""
+        refused = reply.get("refused")
+        if type(refused) is not list or not refused:
+            return
+        words = [str(item)[:300] for item in refused]
+        if budget.check is None:
+            self.notes.append(f"the notebook tried to read the course's answers: {words[0]}")
+            return
+        budget.lost = ReferenceUsed(words)
+        raise budget.lost
 
     def restart(self) -> None:
         """A fresh worker, with the cells that ran before re-run in it (their outcomes were

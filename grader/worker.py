@@ -7,8 +7,11 @@ plain data (:mod:`grader.plain`) over the pipe (:mod:`grader.channel`). Requests
 * ``run`` -- execute one cell's source in the notebook namespace (plain Python: the grader keeps
   cells with IPython magic to itself);
 * ``lookup`` -- is ``name`` defined, and callable?
-* ``call`` -- call the learner's function ``name`` on decoded arguments, and return the result
-  and the arguments afterwards (so the grader can see an argument modified in place);
+* ``call`` -- call the learner's function ``name`` on decoded arguments (the check's functions
+  among them evaluated from their source), and return the result, the arguments afterwards (so
+  the grader can see an argument modified in place) and how often each function was called;
+* ``probe`` -- run one of :mod:`grader.probes`' instruments (trace the learner's function, say)
+  and return what it observed;
 * ``check`` -- run a check that must see the learner's objects themselves (a chapter whose checks
   are not ``remote``) and return its verdict.
 
@@ -20,19 +23,23 @@ read as a result, and the grader decides every score: an answer is only ever the
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from grader import inline
+from grader import inline, reference, sandbox
 from grader.channel import Channel, ChannelClosed
 from grader.chapters import checks_from_source
-from grader.checks import Check
+from grader.checks import Check, forbidding
 from grader.limits import Limits, TimeLimitExceeded, confine, guard
 from grader.outcome import Status, result_from_exception
-from grader.plain import decode, encode, safe_str, type_name
+from grader.plain import decode, encode, realize, safe_str, type_name
+from grader.probes import PROBES
 
 Reply = dict[str, Any]
 
@@ -45,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     channel = Channel(read_fd, write_fd)
     inline.mute()
     worker = Worker()
+    reference.guard_course_files(reference.course_roots())
+    sandbox.restrict(Path.cwd())
     while True:
         try:
             request = channel.receive()
@@ -53,9 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         if request.get("op") == "exit":
             break
         try:
-            reply = worker.handle(request)
+            with reference.refusing(request.get("forbid", [])):
+                reply = worker.handle(request)
         except Exception:  # a bug in the grader or a check module: tell the grader what it was
             reply = {"outcome": "crash", "message": traceback.format_exc(limit=-3)}
+        refused = reference.take_refused()
+        if refused:
+            reply["refused"] = refused
         try:
             channel.send({"id": request.get("id"), **reply})
         except ChannelClosed:
@@ -82,7 +95,11 @@ class Worker:
         if op == "run":
             return limited(limits, lambda: self.run(request["source"], request["number"]))
         if op == "call":
-            return limited(limits, lambda: self.call(request["name"], decode(request["args"])))
+            return limited(limits, lambda: self.call(request["name"], decode(request["args"])),
+                           request.get("forbidding", []))
+        if op == "probe":
+            return limited(limits, lambda: self.probe(request["name"], decode(request["args"])),
+                           request.get("forbidding", []))
         if op == "check":
             check = self.load(request["chapter"], request["source"])[request["name"]]
             return limited(limits, lambda: self.check(check))
@@ -99,8 +116,17 @@ class Worker:
         return {"outcome": "ok"}
 
     def call(self, name: str, args: list[Any]) -> Reply:
+        made: list[Any] = []
+        args = realize(args, self.ns, made)
         value = self.ns[name](*args)
-        return {"outcome": "returned", "value": encode(value), "args": encode(args)}
+        return {"outcome": "returned", "value": encode(value), "args": encode(args),
+                "calls": _calls(made)}
+
+    def probe(self, name: str, args: list[Any]) -> Reply:
+        made: list[Any] = []
+        args = realize(args, self.ns, made)
+        value = PROBES[name](self.ns, *args)
+        return {"outcome": "returned", "value": encode(value), "calls": _calls(made)}
 
     def load(self, chapter: str, source: str) -> dict[str, Check]:
         """The checks of a module's ``source`` (loaded once); a module that fails to load is a
@@ -119,18 +145,37 @@ class Worker:
         return {"outcome": "verdict", "status": Status.PASSED.value, "message": ""}
 
 
-def limited(limits: Limits, work: Callable[[], Reply]) -> Reply:
-    """``work()``'s reply, or what it raised, or the limit it broke (even one it swallowed)."""
+def _calls(made: list[Any]) -> list[int]:
+    """How often the learner's code called each of the check's functions (what the worker made
+    of each :class:`~grader.plain.FunctionSource`, in order; values that are no function count
+    0)."""
+    return [getattr(value, "calls", 0) if type(getattr(value, "calls", 0)) is int else 0
+            for value in made]
+
+
+def limited(limits: Limits, work: Callable[[], Reply],
+            forbidden: list[list[Any]] | None = None) -> Reply:
+    """``work()``'s reply, or what it raised, or the limit it broke (even one it swallowed);
+    ``forbidden`` are the grader's :func:`~grader.checks.forbidding` blocks to run it in."""
     reply: Reply | None = None
     with guard(limits) as breach:
         try:
-            reply = work()
+            with _forbidding(forbidden or []):
+                reply = work()
         except BaseException as exc:  # noqa: BLE001 -- learner code may raise anything
             reply = raised(exc)
     if breach.first is not None or reply is None:
         limit = "time" if isinstance(breach.first, TimeLimitExceeded) else "output"
         return {"outcome": "limit", "limit": limit}
     return reply
+
+
+def _forbidding(blocks: list[list[Any]]) -> contextlib.ExitStack:
+    """The grader's forbidding blocks (module name, names, ``instead``), entered here."""
+    stack = contextlib.ExitStack()
+    for module, names, instead in blocks:
+        stack.enter_context(forbidding(importlib.import_module(module), *names, instead=instead))
+    return stack
 
 
 def raised(exc: BaseException) -> Reply:

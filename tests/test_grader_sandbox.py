@@ -7,8 +7,10 @@ The fixture notebooks in ``tests/fixtures/grader/hostile/`` belong to the real c
   the grade: a fake results file, an ``atexit`` handler or a background thread rewriting it,
   forged replies written into the grader's pipe, patched numpy comparisons, check objects,
   ``run_check``, the ``Result`` class or ``sys.modules``, an ``__array__`` that walks its callers'
-  frames for the expected value, ``gc`` searches, reading the grader's ``/proc`` files, and files
-  written into the grader's package. Each must score exactly zero.
+  frames for the expected value, ``gc`` searches, reading the grader's ``/proc`` files, files
+  written into the grader's package, reading the solutions, and stopping the grader with
+  ``SIGSTOP``. Each must score exactly zero; those that only a user of its own or Landlock
+  keeps out are graded once more with the worker as the grader's own user.
 * ``robust_*`` -- the solved notebook with one hostile piece: the ``relu`` exercise blocks,
   ignores or disarms the timer signal, sleeps in C, raises ``KeyboardInterrupt``, allocates
   16 GB, or writes garbage into the grader's pipe (relu scores
@@ -29,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader import sandbox, session
 from grader.channel import Channel, Deadline
 from grader.chapters import default_checks_dir
 from grader.limits import Limits
@@ -42,10 +45,14 @@ HOSTILE = Path(__file__).parent / "fixtures" / "grader" / "hostile"
 #: Short exercise limits keep the hanging cases quick; the notebook limit leaves room for them.
 LIMITS = Limits(exercise_seconds=5, notebook_seconds=180)
 AS_ROOT = worker_has_a_user_of_its_own()  # as root, the worker runs as `nobody`
+LANDLOCK = sandbox.abi_version() > 0  # the worker confines itself, whoever it runs as
 
 FORGERIES = sorted(path.stem for path in HOSTILE.glob("forge_*.ipynb"))
-ROOT_ONLY = {"forge_proc_parent", "forge_grader_files"}  # without a user of its own, only the
-# container keeps these apart (the README's threat model says so)
+#: Without a user of its own and without Landlock, only the container keeps these apart (the
+#: README's threat model says so).
+SEPARATED = {"forge_proc_parent", "forge_grader_files", "forge_read_solutions",
+             "forge_stop_the_grader"}
+REACHED = "the notebook reached for the answer, which scores zero: "
 
 TIMED_OUT = f"timed out after {LIMITS.exercise_seconds:g} s"
 RELU_BROKEN = {
@@ -92,12 +99,47 @@ def processes_running(*arguments: str) -> list[int]:
 
 @pytest.mark.parametrize("name", FORGERIES)
 def test_a_forged_grade_scores_zero(name):
-    if name in ROOT_ONLY and not AS_ROOT:
+    if name in SEPARATED and not (AS_ROOT or LANDLOCK):
         pytest.skip("the worker runs as the grader's own user: only a container separates them")
-    report = grade(name)
+    assert_forged_zero(grade(name))
+
+
+def assert_forged_zero(report: NotebookReport) -> None:
     assert scores(report) == {"relu": 0, "softmax": 0, "logsumexp": 0}, report.results
     assert (report.score, report.max_score) == (0, 5)
     assert all(result.max_points in (1, 2) for result in report.results)
+
+
+@pytest.fixture
+def same_user(monkeypatch):
+    """Workers run as the grader's own user, as when the grader is not root."""
+    monkeypatch.setattr(session, "_WORKER_USER", "")
+    session._unprivileged_user.cache_clear()
+    assert not worker_has_a_user_of_its_own()
+    yield
+    session._unprivileged_user.cache_clear()
+
+
+@pytest.mark.skipif(not LANDLOCK, reason="this kernel has no Landlock")
+@pytest.mark.parametrize("name", sorted(SEPARATED))
+def test_landlock_keeps_a_worker_of_the_same_user_out(name, same_user):
+    assert_forged_zero(grade(name))
+    package = Path(default_checks_dir()).parents[1] / "grader"
+    assert not (package / "zz_tampered.py").exists()
+
+
+@pytest.mark.skipif(not (AS_ROOT or LANDLOCK), reason="nothing keeps the worker out")
+def test_reading_the_solutions_is_reported_as_reaching_for_the_answer():
+    relu = grade("forge_read_solutions").results[0]
+    assert relu.name == "relu" and relu.message.startswith(REACHED), relu.message
+    assert "solutions/00_warmup.ipynb: the course's solutions and checks are not the " \
+        "notebook's to read" in relu.message
+
+
+@pytest.mark.skipif(not (AS_ROOT or LANDLOCK), reason="nothing keeps the worker out")
+def test_the_grader_cannot_be_stopped_by_a_signal():
+    relu = grade("forge_stop_the_grader").results[0]
+    assert "raised PermissionError: [Errno 1] Operation not permitted" in relu.message
 
 
 @pytest.mark.skipif(not AS_ROOT, reason="the worker has no user of its own to drop to")
@@ -279,6 +321,35 @@ def test_a_captured_reference_to_a_forbidden_function_is_refused(tmp_path):
     assert report.score == report.max_score - result.max_points  # the others are unaffected
 
 
+def solved_variant(tmp_path: Path, chapter: str, name: str, source: str) -> Path:
+    """The solved notebook of ``chapter`` with exercise ``name``'s cell replaced by ``source``."""
+    import nbformat
+
+    nb = nbformat.read(HOSTILE.parents[2].parent / "solutions" / f"{chapter}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("exercise", {}).get("name") == name)
+    cell.source = source
+    nbformat.write(nb, tmp_path / f"{chapter}.ipynb")
+    return tmp_path / f"{chapter}.ipynb"
+
+
+def test_calling_the_reference_piece_an_exercise_replaces_scores_zero(tmp_path):
+    # Chapter 02 asks for fori_loop written with while_loop: minijax's own fori_loop, even
+    # through a name taken before the check ran, is refused and reported as reaching for it.
+    notebook = solved_variant(
+        tmp_path, "02_numpy_and_lax", "fori_loop_via_while",
+        "from minijax.lax import fori_loop as reference\n\n\n"
+        "def fori_loop_via_while(lower, upper, body_fun, init_val):\n"
+        "    return reference(lower, upper, body_fun, init_val)")
+    report = grade_notebook(notebook, "02_numpy_and_lax", default_checks_dir(),
+                            Limits(exercise_seconds=60))
+    result = next(r for r in report.results if r.name == "fori_loop_via_while")
+    assert (result.status, result.points) == (Status.FAILED, 0)
+    assert result.message == (f"{REACHED}this exercise is to be solved without "
+                              "minijax.lax.fori_loop: it is the piece this exercise asks you to "
+                              "write")
+    assert report.score == report.max_score - result.max_points  # the others are unaffected
+
+
 def test_forbidding_restores_every_function():
     import minijax
     from grader.checks import ForbiddenTransformation, forbidding
@@ -289,3 +360,44 @@ def test_forbidding_restores_every_function():
             jacrev(lambda x: x)
     assert minijax.jacrev is jacrev
     assert np.allclose(np.asarray(jacrev(lambda x: 2 * x)(np.float32(1.0))), 2.0)
+
+
+def test_every_check_of_the_course_judges_in_the_trusted_process():
+    from grader.chapters import known_chapters, load_checks
+
+    checks = default_checks_dir()
+    beside = [f"{chapter}:{name}" for chapter in known_chapters(checks)
+              for name, check in load_checks(chapter, checks).items() if not check.remote]
+    assert beside == []
+
+
+def test_a_function_crosses_as_its_source_and_its_calls_are_counted_back():
+    from grader.checks import Shown
+    from grader.plain import FunctionSource, functions_in, realize
+
+    shown = Shown("double", lambda x: 2 * x, "lambda x: 2 * x")
+    sent = decode(json.loads(json.dumps(encode([shown, {"k": FunctionSource("y")}]))))
+    assert [type(f) for f in functions_in(sent)] == [FunctionSource, FunctionSource]
+    made: list = []
+    there = realize(sent, {"y": 7}, made)
+    assert there[0](21) == 42 and there[0].calls == 1 and there[1] == {"k": 7}
+    assert made == [there[0], 7]  # what each source became, in the order both sides count
+
+
+def test_a_probed_chapter_holds_no_expected_value_for_gc_to_find(tmp_path):
+    # Chapter 02's huber is checked with calls and a trace probe; its expected values are
+    # computed in the grader only, so the worker's heap has none to hand back.
+    notebook = solved_variant(
+        tmp_path, "02_numpy_and_lax", "huber",
+        "import gc\n\n\n"
+        "def huber(x, delta):\n"
+        "    for obj in gc.get_objects():\n"
+        "        if type(obj) is np.ndarray and obj.shape == np.shape(x) and obj.min() >= 0 \\\n"
+        "                and obj.dtype.kind == 'f':\n"
+        "            return jnp.asarray(obj, dtype=x.dtype)\n"
+        "    return x * 0.0")
+    report = grade_notebook(notebook, "02_numpy_and_lax", default_checks_dir(),
+                            Limits(exercise_seconds=60))
+    result = next(r for r in report.results if r.name == "huber")
+    assert (result.status, result.points) == (Status.FAILED, 0), result.message
+    assert report.score == report.max_score - result.max_points

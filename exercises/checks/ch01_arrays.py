@@ -22,13 +22,16 @@ from grader.checks import (
     Returned,
     brief,
     call,
-    describe_exception,
     exercise,
     expect_close,
     expect_dtype,
     expect_equal,
+    learner_function,
+    probe,
+    reported,
     show,
 )
+from grader.plain import FunctionSource
 
 
 def expect_jax_array(got: Returned, hint: str) -> None:
@@ -131,7 +134,7 @@ def _expect_clip_and_count(got: Returned, x: np.ndarray, lo: float, hi: float) -
         )
 
 
-@exercise("clip_and_count", points=2)
+@exercise("clip_and_count", points=2, remote=True)
 def check_clip_and_count(ns):
     cases = [
         (jnp.array([-2.0, 0.5, 3.0, 1.0, 0.0]), 0.0, 1.0),
@@ -144,39 +147,65 @@ def check_clip_and_count(ns):
 
     x, lo, hi = cases[0]
     shown = f"jax.make_jaxpr(clip_and_count, static_argnums=(1, 2))({show(x)}, {lo}, {hi})"
-    try:
-        jax.make_jaxpr(ns["clip_and_count"], static_argnums=(1, 2))(x, lo, hi)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
+    traced = probe(ns, "trace", "clip_and_count", [x, lo, hi], (1, 2))
+    if "raised" in traced:
         raise CheckFailed(
-            f"{shown} raised {describe_exception(exc)} -- hint: under tracing values are "
+            f"{shown} raised {traced['raised']} -- hint: under tracing values are "
             "unknown, so Python if/while on them and int(...) fail; use jnp.clip or "
             "jnp.where, and jnp.sum of a boolean mask"
-        ) from exc
+        )
 
 
-@exercise("sum_on_device", points=1)
-def check_sum_on_device(ns):
+#: Runs in the learner's process (the ``observe`` probe), which has the two devices the notebook
+#: asked for (this one need not): builds each case's arrays on their devices, calls the
+#: learner's sum_on_device and reports what it returned and where (a device is not plain data).
+_OBSERVE_SUM = """def observe_sum_on_device(ns, cases):
+    describe = __import__("grader.checks", fromlist=["x"]).describe_exception
     devices = jax.devices()
-    first, last = devices[0], devices[-1]
+    reports = [len(devices)]
+    for arrays, target in cases:
+        placed = [jnp.array(values) if where is None else
+                  jax.device_put(jnp.array(values), devices[where]) for values, where in arrays]
+        device = devices[target]
+        try:
+            result = ns["sum_on_device"](placed, device)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            reports.append({"raised": describe(exc)})
+            break
+        report = {"value": result, "device": str(device)}
+        if isinstance(result, jax.Array):
+            report["on"] = [str(result.device), bool(result.committed), result.device == device]
+        reports.append(report)
+    return reports
+"""
+
+
+@exercise("sum_on_device", points=1, remote=True)
+def check_sum_on_device(ns):
+    learner_function(ns, "sum_on_device")
+    first, last = 0, -1  # device indices, into the learner's process's devices
     hint = "move every array to device with jax.device_put(a, device) before adding"
     cases = [
-        ([jax.device_put(jnp.array([1.0, 2.0]), first), jnp.array([10.0, 20.0]),
-          jax.device_put(jnp.array([100.0, 200.0]), last)], last),
-        ([jnp.array([[1, 2], [3, 4]])], last),
-        ([jax.device_put(jnp.array([1.0]), last), jax.device_put(jnp.array([2.0]), last)],
-         first),
+        ([([1.0, 2.0], first), ([10.0, 20.0], None), ([100.0, 200.0], last)], last),
+        ([([[1, 2], [3, 4]], None)], last),
+        ([([1.0], last), ([2.0], last)], first),
     ]
-    for arrays, device in cases:
-        want = np.sum([np.asarray(a) for a in arrays], axis=0)
-        got = call(ns, "sum_on_device", arrays, device, hint=hint)
+    count, *reports = probe(ns, "observe", FunctionSource(_OBSERVE_SUM), cases)
+    for (arrays, device), report in zip(cases, reports):
+        shown = [show(jnp.array(values)) if where is None else
+                 f"jax.device_put({show(jnp.array(values))}, jax.devices()[{where % count}])"
+                 for values, where in arrays]
+        got = reported(f"sum_on_device([{', '.join(shown)}], jax.devices()[{device % count}])",
+                       report, hint)
+        want = np.sum([np.asarray(jnp.array(values)) for values, _ in arrays], axis=0)
         expect_jax_array(got, hint)
         expect_equal(got, want, hint="add the arrays elementwise")
-        result = got.value
-        if result.device != device or not result.committed:
-            where = f"on {result.device}, {'' if result.committed else 'un'}committed"
+        on, committed, right = report["on"]
+        if not right or not committed:
+            where = f"on {on}, {'' if committed else 'un'}committed"
             raise CheckFailed(
-                f"{got.call} returned an array {where}; expected one committed to {device} "
-                f"-- hint: {hint}"
+                f"{got.call} returned an array {where}; expected one committed to "
+                f"{report['device']} -- hint: {hint}"
             )

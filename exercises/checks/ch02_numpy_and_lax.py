@@ -13,9 +13,7 @@ readable text.
 
 from __future__ import annotations
 
-import dis
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,18 +22,22 @@ import minijax
 import minijax.numpy as jnp
 from grader.checks import (
     CheckFailed,
+    Namespace,
     Returned,
     Shown,
     brief,
     call,
-    describe_exception,
+    call_each,
+    call_returned,
     exercise,
     expect_close,
     expect_dtype,
     expect_equal,
+    learner_function,
+    probe,
+    reported,
 )
-from minijax import core, dtypes, lax
-from minijax.jaxpr import eval_closed_jaxpr
+from minijax import dtypes, lax
 
 
 class NamedLattice(dict):
@@ -49,49 +51,21 @@ class NamedLattice(dict):
         return self.name
 
 
-def traced(name: str, fun: Callable[..., Any], shown: str, *args: Any,
-           static_argnums: tuple[int, ...] = ()) -> Any:
-    """``minijax.make_jaxpr(fun, static_argnums)(*args)``, turning an error into a message
-    that says the learner's code does not survive tracing (the same failure ``jit`` gives)."""
-    try:
-        return minijax.make_jaxpr(fun, static_argnums=static_argnums)(*args)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
+def traced(ns: Namespace, name: str, shown: str, *args: Any,
+           static_argnums: tuple[int, ...] = (), evaluate: list[Any] | None = None
+           ) -> dict[str, Any]:
+    """What the ``trace`` probe reports of ``minijax.make_jaxpr(ns[name], static_argnums)(*args)``
+    (the jaxpr's text, its primitives and, with ``evaluate``, its value on those arguments),
+    turning an error into a message that says the learner's code does not survive tracing
+    (the same failure ``jit`` gives)."""
+    report = probe(ns, "trace", name, list(args), static_argnums, evaluate)
+    if "raised" in report:
         raise CheckFailed(
             f"{name} fails under tracing: {shown} raised "
-            f"{describe_exception(exc)} -- hint: under jit/make_jaxpr arrays are tracers without "
+            f"{report['raised']} -- hint: under jit/make_jaxpr arrays are tracers without "
             "values, so Python `if`/`for` on them and NumPy functions cannot work; use lax"
-        ) from exc
-
-
-def top_level_primitives(closed_jaxpr: Any) -> list[str]:
-    return [eqn.primitive.name for eqn in closed_jaxpr.eqns]
-
-
-def _is_dtype(value: Any) -> bool:
-    try:
-        np.dtype(value)
-    except TypeError:
-        return False
-    return True
-
-
-def jnp_functions_used(fun: Any) -> list[str]:
-    """The ``jnp.name`` functions that ``fun``'s code (or a function nested in it) refers to;
-    dtypes such as ``jnp.float32`` do not count."""
-    code = getattr(fun, "__code__", None)
-    stack, used = ([code] if code is not None else []), []
-    while stack:
-        code = stack.pop()
-        stack += [c for c in code.co_consts if hasattr(c, "co_code")]
-        instructions = list(dis.get_instructions(code))
-        for load, attribute in zip(instructions, instructions[1:]):
-            if (load.opname == "LOAD_GLOBAL" and load.argval == "jnp"
-                    and attribute.opname in ("LOAD_ATTR", "LOAD_METHOD")
-                    and not _is_dtype(getattr(jnp, attribute.argval, None))):
-                used.append(f"jnp.{attribute.argval}")
-    return sorted(set(used))
+        )
+    return report
 
 
 # ---------------------------------------------------------------------------------------
@@ -104,13 +78,13 @@ def textbook_logsumexp(x: np.ndarray) -> float:
     return float(np.log(np.sum(np.exp(np.asarray(x, dtype=np.float64)))))
 
 
-@exercise("logsumexp_lax", points=3)
+@exercise("logsumexp_lax", points=3, remote=True)
 def check_logsumexp_lax(ns):
     stable = "compute m = lax.reduce_max(x, axes=(0,)) and return m + log(sum(exp(x - m)))"
     x = jnp.array([1.0, 2.0, 3.0])
     expect_close(call(ns, "logsumexp_lax", x), textbook_logsumexp(np.array([1.0, 2.0, 3.0])),
                  rtol=1e-5, hint="logsumexp(x) = log(sum(exp(x))), a single number")
-    used = jnp_functions_used(ns["logsumexp_lax"])
+    used = probe(ns, "jnp_functions_used", "logsumexp_lax")
     if used:
         raise CheckFailed(f"logsumexp_lax uses {', '.join(used)}; write it with lax functions "
                           "only -- hint: lax.reduce_max, lax.exp, lax.sub, lax.reduce_sum, "
@@ -136,10 +110,9 @@ def check_logsumexp_lax(ns):
         expect_close(got, textbook_logsumexp(np.array(values)), rtol=rtol, hint=stable)
 
     x = jnp.array([0.5, -1.0, 2.0, 1e3])
-    jaxpr = traced("logsumexp_lax", ns["logsumexp_lax"],
-                   f"minijax.make_jaxpr(logsumexp_lax)({x!r})", x)
-    again = Returned(f"the jaxpr of logsumexp_lax evaluated on {x!r}",
-                     eval_closed_jaxpr(jaxpr, x)[0])
+    jaxpr = traced(ns, "logsumexp_lax", f"minijax.make_jaxpr(logsumexp_lax)({x!r})", x,
+                   evaluate=[x])
+    again = Returned(f"the jaxpr of logsumexp_lax evaluated on {x!r}", jaxpr["value"])
     expect_close(again, 1e3, rtol=1e-6, hint="the traced program should compute the same value")
 
 
@@ -148,32 +121,40 @@ def check_logsumexp_lax(ns):
 # ---------------------------------------------------------------------------------------
 
 
+_THREE_STEPS = "def three_steps(v):\n    for _ in range(3):\n        v = 2 * v + 1\n    return v\n"
+
+
 def _three_steps(v: Any) -> Any:
     for _ in range(3):
         v = 2 * v + 1
     return v
 
 
-@exercise("count_primitives", points=2)
+@exercise("count_primitives", points=2, remote=True)
 def check_count_primitives(ns):
     hint = ("subclass core.Trace with process_primitive(self, primitive, args, params) that "
             "counts primitive.name, then computes with `with core.set_current_trace(None): "
             "return primitive.bind(*args, **params)`; run f inside "
             "`with core.set_current_trace(your_trace):`")
     cases = [
-        ("lambda v: jnp.sin(v) * 2 + v", lambda v: jnp.sin(v) * 2 + v, (jnp.arange(3.0),),
-         np.sin(np.arange(3.0)) * 2 + np.arange(3.0), {"sin": 1, "mul": 1, "add": 1}),
-        ("three_steps  # v = 2 * v + 1, three times", _three_steps, (jnp.float32(1.0),),
-         15.0, {"mul": 3, "add": 3}),
-        ("lambda a, b: a @ b + a.sum()", lambda a, b: a @ b + a.sum(),
+        ("lambda v: jnp.sin(v) * 2 + v", lambda v: jnp.sin(v) * 2 + v, None,
+         (jnp.arange(3.0),), np.sin(np.arange(3.0)) * 2 + np.arange(3.0),
+         {"sin": 1, "mul": 1, "add": 1}),
+        ("three_steps  # v = 2 * v + 1, three times", _three_steps, _THREE_STEPS,
+         (jnp.float32(1.0),), 15.0, {"mul": 3, "add": 3}),
+        ("lambda a, b: a @ b + a.sum()", lambda a, b: a @ b + a.sum(), None,
          (jnp.ones((2, 3)), jnp.ones(3)), [9.0, 9.0],
          {"dot_general": 1, "reduce_sum": 1, "add": 1}),
     ]
-    for text, fun, args, value, counts in cases:
-        f = Shown(text, fun)
-        with core.set_current_trace(None):  # restores the evaluation trace whatever happens
-            got = call(ns, "count_primitives", f, *args)
-            after = core.current_trace()
+    learner_function(ns, "count_primitives")
+    for text, fun, source, args, value, counts in cases:
+        f = Shown(text, fun, source)
+        # called from the evaluation trace, which is restored whatever happens
+        got = call_returned(
+            lambda *a: probe(ns, "call_from_eval_trace", "count_primitives", *a),
+            "count_primitives", f, *args)
+        observed = got.value
+        got = Returned(got.call, observed["value"])
         result = got.value
         if not (isinstance(result, tuple) and len(result) == 2):
             raise CheckFailed(f"{got.call} returned {brief(result)}; expected a pair "
@@ -186,9 +167,9 @@ def check_count_primitives(ns):
         found = dict(result[1]) if isinstance(result[1], dict) else result[1]
         if found != counts:
             raise CheckFailed(f"{got.call}[1] is {found!r}; expected {counts!r} -- hint: {hint}")
-        if after is not core.eval_trace:
+        if not observed["restored"]:
             raise CheckFailed(f"after {got.call} the current trace is still "
-                              f"{type(after).__name__} -- hint: use "
+                              f"{observed['trace_type']} -- hint: use "
                               "`with core.set_current_trace(...)`, which restores the old one")
 
 
@@ -200,23 +181,19 @@ DIAMOND = NamedLattice("DIAMOND", {"a": ("b", "c"), "b": ("d",), "c": ("d",), "d
 TWO_TOPS = NamedLattice("TWO_TOPS", {"a": ("c", "d"), "b": ("c", "d"), "c": (), "d": ()})
 
 
-def _expect_no_bound(ns: dict, a: str, b: str, lattice: NamedLattice, why: str) -> None:
-    shown = f"least_upper_bound({a!r}, {b!r}, {lattice!r})"
-    try:
-        value = ns["least_upper_bound"](a, b, lattice)
-    except NotImplementedError:
-        raise
-    except ValueError:
+def _expect_no_bound(shown: str, outcome: dict[str, Any], why: str) -> None:
+    """``shown``, a call of the learner's least_upper_bound reported by ``call_each``, must have
+    raised a ValueError."""
+    if "ValueError" in outcome.get("kinds", ()):
         return
-    except Exception as exc:
-        raise CheckFailed(f"{shown} raised {describe_exception(exc)}; expected a ValueError "
-                          f"({why})") from exc
-    raise CheckFailed(f"{shown} returned {value!r}; expected a ValueError ({why}) -- hint: "
-                      "collect the common upper bounds, and raise ValueError unless exactly one "
-                      "of them lies below all the others")
+    if "raised" in outcome:
+        raise CheckFailed(f"{shown} raised {outcome['raised']}; expected a ValueError ({why})")
+    raise CheckFailed(f"{shown} returned {outcome['value']!r}; expected a ValueError ({why}) -- "
+                      "hint: collect the common upper bounds, and raise ValueError unless "
+                      "exactly one of them lies below all the others")
 
 
-@exercise("least_upper_bound", points=3)
+@exercise("least_upper_bound", points=3, remote=True)
 def check_least_upper_bound(ns):
     hint = ("the upper bounds of a node are the node and everything reachable from it along "
             "the lattice's edges; the join is the common upper bound whose own upper bounds "
@@ -231,23 +208,31 @@ def check_least_upper_bound(ns):
         raise CheckFailed("least_upper_bound('u8', 'i8', dtypes.LATTICE) modified the lattice "
                           "it was given; leave it alone")
     for lattice, flags in [(x64, {"x64": True}), (x32, {"x64": False})]:
-        for a, b in itertools.product(nodes, repeat=2):
+        pairs = list(itertools.product(nodes, repeat=2))
+        got = call_each(ns, "least_upper_bound", [(a, b, lattice) for a, b in pairs])
+        for (a, b), (shown, outcome) in zip(pairs, got):
             want = dtypes.least_upper_bound(a, b, strict=False, **flags)
-            expect_equal(call(ns, "least_upper_bound", a, b, lattice), want, hint=hint)
+            expect_equal(reported(shown, outcome, hint), want, hint=hint)
     expect_equal(call(ns, "least_upper_bound", "b", "c", DIAMOND), "d",
                  hint="use the lattice you are given, not the dtype lattice")
     expect_equal(call(ns, "least_upper_bound", "a", "d", DIAMOND), "d", hint=hint)
     expect_equal(call(ns, "least_upper_bound", "c", "c", DIAMOND), "c",
                  hint="a node is an upper bound of itself")
+    cases = []
     for a, b in itertools.product(nodes, repeat=2):
         try:
-            want = dtypes.least_upper_bound(a, b, strict=True, x64=True)
+            cases.append((a, b, dtypes.least_upper_bound(a, b, strict=True, x64=True)))
         except ValueError:
-            _expect_no_bound(ns, a, b, strict, "in strict mode they have no common upper bound")
+            cases.append((a, b, None))  # no bound: a ValueError is expected
+    got = call_each(ns, "least_upper_bound", [(a, b, strict) for a, b, _ in cases]
+                    + [("a", "b", TWO_TOPS)])
+    for (_, _, want), (shown, outcome) in zip(cases, got):
+        if want is None:
+            _expect_no_bound(shown, outcome, "in strict mode they have no common upper bound")
         else:
-            expect_equal(call(ns, "least_upper_bound", a, b, strict), want, hint=hint)
-    _expect_no_bound(ns, "a", "b", TWO_TOPS,
-                     "c and d are both upper bounds of a and b, and neither is below the other")
+            expect_equal(reported(shown, outcome, hint), want, hint=hint)
+    _expect_no_bound(*got[-1], "c and d are both upper bounds of a and b, and neither is "
+                     "below the other")
 
 
 # ---------------------------------------------------------------------------------------
@@ -260,7 +245,7 @@ def textbook_huber(x: Any, delta: float) -> np.ndarray:
     return np.where(x <= delta, 0.5 * x**2, delta * (x - 0.5 * delta))
 
 
-@exercise("huber", points=2)
+@exercise("huber", points=2, remote=True)
 def check_huber(ns):
     hint = "0.5 * x**2 where |x| <= delta, delta * (|x| - delta / 2) elsewhere"
     values = [-3.0, -1.0, -0.5, 0.0, 0.25, 1.0, 2.5]
@@ -275,11 +260,9 @@ def check_huber(ns):
     expect_dtype(call(ns, "huber", x16, 1.0), jnp.float16,
                  hint="keep x's dtype: Python scalars adapt to it, float32 arrays would not")
 
-    jaxpr = traced("huber", ns["huber"],
-                   f"minijax.make_jaxpr(huber, static_argnums=1)({x!r}, 1.0)", x, 1.0,
-                   static_argnums=(1,))
-    again = Returned(f"the jaxpr of huber(v, 1.0) evaluated on {x!r}",
-                     eval_closed_jaxpr(jaxpr, x)[0])
+    jaxpr = traced(ns, "huber", f"minijax.make_jaxpr(huber, static_argnums=1)({x!r}, 1.0)",
+                   x, 1.0, static_argnums=(1,), evaluate=[x])
+    again = Returned(f"the jaxpr of huber(v, 1.0) evaluated on {x!r}", jaxpr["value"])
     expect_close(again, textbook_huber(values, 1.0),
                  hint="choose elementwise with jnp.where (or lax.select)")
 
@@ -294,7 +277,7 @@ FIBONACCI = Shown("lambda i, ab: (ab[1], ab[0] + ab[1])", lambda i, ab: (ab[1], 
 HALVE = Shown("lambda i, x: x / 2", lambda i, x: x / 2)
 
 
-@exercise("fori_loop_via_while", points=3)
+@exercise("fori_loop_via_while", points=3, remote=True, replaces=("minijax.lax.fori_loop",))
 def check_fori_loop_via_while(ns):
     hint = ("carry (i, upper, val); cond_fun: i < upper; body_fun: (i + 1, upper, "
             "body_fun(i, val)); return the val of the final carry")
@@ -312,20 +295,21 @@ def check_fori_loop_via_while(ns):
             expect_equal(Returned(got.call, leaf), np.asarray(expected), hint=hint)
             expect_dtype(Returned(got.call, leaf), expected.dtype, hint=hint)
 
-    jaxpr = traced("fori_loop_via_while", ns["fori_loop_via_while"],
+    jaxpr = traced(ns, "fori_loop_via_while",
                    "minijax.make_jaxpr(fori_loop_via_while, static_argnums=(0, 2, 3))"
-                   f"(0, 5, {SQUARES!r}, 0)", 0, 5, SQUARES, 0, static_argnums=(0, 2, 3))
-    if "while" not in top_level_primitives(jaxpr):
-        raise CheckFailed(f"the jaxpr of fori_loop_via_while has no `while` equation:\n{jaxpr}"
-                          "\n-- hint: use lax.while_loop")
+                   f"(0, 5, {SQUARES!r}, 0)", 0, 5, SQUARES, 0, static_argnums=(0, 2, 3),
+                   evaluate=[jnp.int32(6)])
+    if "while" not in jaxpr["primitives"]:
+        raise CheckFailed(f"the jaxpr of fori_loop_via_while has no `while` equation:\n"
+                          f"{jaxpr['text']}\n-- hint: use lax.while_loop")
     again = Returned("the jaxpr of fori_loop_via_while(0, n, ...) evaluated at n = 6",
-                     eval_closed_jaxpr(jaxpr, jnp.int32(6))[0])
+                     jaxpr["value"])
     expect_equal(again, 55, hint=hint)
 
-    jaxpr = traced("fori_loop_via_while", ns["fori_loop_via_while"],
+    jaxpr = traced(ns, "fori_loop_via_while",
                    "minijax.make_jaxpr(fori_loop_via_while, static_argnums=(0, 1, 2))"
                    f"(0, 3, {HALVE!r}, 1.0)", 0, 3, HALVE, 1.0, static_argnums=(0, 1, 2))
-    names = top_level_primitives(jaxpr)
+    names = jaxpr["primitives"]
     if "while" not in names or "scan" in names:
         raise CheckFailed(f"with bounds 0 and 3, the jaxpr of fori_loop_via_while has the "
                           f"equations {names}; expected a `while` (and no `scan`) -- hint: use "
@@ -337,7 +321,7 @@ def check_fori_loop_via_while(ns):
 # ---------------------------------------------------------------------------------------
 
 
-@exercise("cumsum_scan", points=2)
+@exercise("cumsum_scan", points=2, remote=True, replaces=("minijax.numpy.cumsum",))
 def check_cumsum_scan(ns):
     hint = ("lax.scan(step, init, x) with step(total, row) = (total + row, total + row); "
             "return the stacked outputs (the second result of scan)")
@@ -354,10 +338,10 @@ def check_cumsum_scan(ns):
                  hint="scan walks along axis 0, so the running total has the shape of one "
                       "row, x[0]")
 
-    jaxpr = traced("cumsum_scan", ns["cumsum_scan"],
+    jaxpr = traced(ns, "cumsum_scan",
                    "minijax.make_jaxpr(cumsum_scan)(jnp.arange(6.0).reshape(3, 2))",
                    jnp.array(rows))
-    names = top_level_primitives(jaxpr)
+    names = jaxpr["primitives"]
     if "scan" not in names or "cumsum" in names:
         raise CheckFailed(f"the jaxpr of cumsum_scan has the equations {names}; expected a "
                           "`scan` (and no `cumsum`) -- hint: use lax.scan, not jnp.cumsum")

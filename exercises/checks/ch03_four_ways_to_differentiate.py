@@ -19,13 +19,19 @@ from grader.checks import (
     CheckFailed,
     Returned,
     Shown,
+    brief,
     call,
-    call_returned,
+    call_described,
     exercise,
     expect_calls,
     expect_close,
     expect_equal,
+    learner_function,
+    probe,
+    reported,
+    show,
 )
+from grader.plain import FunctionSource
 
 
 def expect_accurate(got: Returned, expected: Any, *, rtol: float, hint: str) -> None:
@@ -64,7 +70,15 @@ def check_dh(ns):
                     hint=hint + "; use numpy functions so that arrays work too")
 
 
-@exercise("sympy_gradient", points=2)
+def _built(value: Any) -> FunctionSource:
+    """A SymPy expression (or list of them) as the source that builds it in the learner's
+    process: SymPy objects are not plain data."""
+    symbols = ", ".join(f"'{name}': sp.Symbol('{name}', real=True)" for name in "xyz")
+    return FunctionSource(f"(lambda sp: sp.sympify({str(value)!r}, locals={{{symbols}}}))"
+                          "(__import__('sympy'))")
+
+
+@exercise("sympy_gradient", points=2, remote=True)
 def check_sympy_gradient(ns):
     x, y, z = sp.symbols("x y z", real=True)
     cases = [
@@ -80,13 +94,19 @@ def check_sympy_gradient(ns):
             "wrapped so that it returns np.array(..., dtype=float)")
     for expr, variables, gradient, points in cases:
         shown = f"sympy_gradient({expr}, {variables})"
-        function = call(ns, "sympy_gradient", expr, variables).value
-        for point in points:
-            got = call_returned(function, shown, *point)
+        learner_function(ns, "sympy_gradient")
+        made = call_described(
+            lambda *a: probe(ns, "call_made", "sympy_gradient", *a),
+            f"sympy_gradient({show(expr)}, {show(variables)})",
+            [_built(expr), _built(variables)], [list(point) for point in points]).value
+        if "made" in made:
+            raise CheckFailed(f"{shown}: {brief(made['made'])} is not a function")
+        for point, outcome in zip(points, made["calls"]):
+            got = reported(f"{shown}({', '.join(show(x) for x in point)})", outcome)
             expect_accurate(got, gradient(*point), rtol=1e-12, hint=hint)
 
 
-@exercise("central_difference_best", points=2)
+@exercise("central_difference_best", points=2, remote=True)
 def check_central_difference_best(ns):
     cases = [
         ("np.exp", np.exp, 1.0, np.e),
@@ -106,7 +126,7 @@ def check_central_difference_best(ns):
             "error, and a step that ignores the scale of x fails for large x"))
 
 
-@exercise("complex_step_derivative", points=1)
+@exercise("complex_step_derivative", points=1, remote=True)
 def check_complex_step_derivative(ns):
     def f(z):
         return np.exp(z) * np.sin(z) / (1 + z**2)
@@ -129,7 +149,7 @@ def check_complex_step_derivative(ns):
                     hint=hint + "; it works on arrays too")
 
 
-@exercise("richardson", points=2)
+@exercise("richardson", points=2, remote=True)
 def check_richardson(ns):
     def central(f, x, h):
         return (f(x + h) - f(x - h)) / (2 * h)

@@ -28,12 +28,14 @@ from grader.checks import (
     Returned,
     Shown,
     call,
-    describe_exception,
     exercise,
     expect_calls,
     expect_close,
     expect_dtype,
     forbidding,
+    learner_function,
+    probe,
+    show,
 )
 from minijax import lax
 
@@ -81,7 +83,7 @@ def _check_rule(ns: Any, name: str, args: tuple, value: np.ndarray, tangent: np.
                  hint=f"{hint}; minijax.jvp gives this tangent")
 
 
-@exercise("jvp_rules", points=2)
+@exercise("jvp_rules", points=2, remote=True)
 def check_jvp_rules(ns):
     x = np.array([-2.0, -0.5, 0.0, 0.3, 1.5], np.float32)
     t = np.array([1.0, 2.0, -1.0, 0.5, 3.0], np.float32)
@@ -111,31 +113,30 @@ def check_jvp_rules(ns):
 # ---------------------------------------------------------------------------------------
 
 
-def _dual2_parts(got: Returned) -> tuple[Returned, Returned, Returned]:
-    value = got.value
-    missing = [a for a in ("value", "d1", "d2") if not hasattr(value, a)]
-    if missing:
-        raise CheckFailed(f"{got.call} gave {value!r}, which has no attribute "
-                          f"{', '.join(missing)} -- hint: results of Dual2 arithmetic must be "
-                          "Dual2 objects with .value, .d1 and .d2")
-    return tuple(Returned(f"{got.call}.{a}", getattr(value, a)) for a in ("value", "d1", "d2"))
+_PARTS = ("value", "d1", "d2")
 
 
-def _evaluate(ns: Any, text: str, fun: Callable[[Any], Any], seed: tuple,
-              hint: str = "Dual2 needs __add__, __radd__, __mul__, __rmul__, sin() and exp()"
-              ) -> Returned:
-    """``fun(Dual2(*seed))``, with errors in the learner's class turned into messages."""
+def _dual2_parts(ns: Any, text: str, fun: Callable[[Any], Any], seed: tuple,
+                 hint: str = "Dual2 needs __add__, __radd__, __mul__, __rmul__, sin() and exp()"
+                 ) -> tuple[Returned, Returned, Returned]:
+    """The parts of ``fun(Dual2(*seed))``, computed where the learner's class lives, with errors
+    in the class turned into messages."""
     shown = f"({text})(Dual2{seed!r})"
-    dual2 = call(ns, "Dual2", *seed).value
-    try:
-        return Returned(shown, fun(dual2))
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"{shown} raised {describe_exception(exc)} -- hint: {hint}") from exc
+    learner_function(ns, "Dual2")
+    got = probe(ns, "attributes_of_result", "Dual2", list(seed), Shown(text, fun), list(_PARTS))
+    if got.get("stage") == "construct":
+        raise CheckFailed(f"Dual2({', '.join(show(part) for part in seed)}) raised "
+                          f"{got['raised']}")
+    if "raised" in got:
+        raise CheckFailed(f"{shown} raised {got['raised']} -- hint: {hint}")
+    if got["missing"]:
+        raise CheckFailed(f"{shown} gave {got['value']!r}, which has no attribute "
+                          f"{', '.join(got['missing'])} -- hint: results of Dual2 arithmetic "
+                          "must be Dual2 objects with .value, .d1 and .d2")
+    return tuple(Returned(f"{shown}.{a}", part) for a, part in zip(_PARTS, got["parts"]))
 
 
-@exercise("Dual2", points=3)
+@exercise("Dual2", points=3, remote=True)
 def check_dual2(ns):
     product_rule = "second order product rule: (uv)'' = u'' v + 2 u' v' + u v''"
     chain_rule = ("second order chain rule: (f(u))'' = f''(u) u'**2 + f'(u) u''; "
@@ -165,17 +166,16 @@ def check_dual2(ns):
                    np.exp(s) * ((2 * u * c) ** 2 - s * (2 * u) ** 2 + 2 * c)),
                   f"{chain_rule}; {product_rule}"))
     for text, fun, seed, expected, hint in cases:
-        got = _evaluate(ns, text, fun, seed)
-        for part, want in zip(_dual2_parts(got), expected):
+        for part, want in zip(_dual2_parts(ns, text, fun, seed), expected):
             expect_close(part, want, rtol=1e-5, atol=1e-6, hint=hint)
 
     xs = jnp.array([0.0, 0.5, 1.0])
     arrays = "values may be minijax arrays: use jnp.sin, jnp.cos and jnp.exp, not math"
-    got = _evaluate(ns, "lambda x: x.sin() * x", lambda x: x.sin() * x, (xs, 1.0, 0.0),
-                    hint=arrays)
+    parts = _dual2_parts(ns, "lambda x: x.sin() * x", lambda x: x.sin() * x, (xs, 1.0, 0.0),
+                         hint=arrays)
     x = f64(xs)
     want = (np.sin(x) * x, np.cos(x) * x + np.sin(x), -np.sin(x) * x + 2 * np.cos(x))
-    for part, value in zip(_dual2_parts(got), want):
+    for part, value in zip(parts, want):
         expect_close(part, value, rtol=1e-5, atol=1e-6, hint=arrays)
 
 
@@ -184,7 +184,7 @@ def check_dual2(ns):
 # ---------------------------------------------------------------------------------------
 
 
-@exercise("directional_derivative", points=1)
+@exercise("directional_derivative", points=1, remote=True)
 def check_directional_derivative(ns):
     hint = "one jax.jvp(f, (x,), (v / jnp.linalg.norm(v),)) gives the derivative along v"
     cases = [
@@ -209,7 +209,7 @@ def check_directional_derivative(ns):
 # ---------------------------------------------------------------------------------------
 
 
-@exercise("jacfwd_from_jvp", points=2)
+@exercise("jacfwd_from_jvp", points=2, remote=True)
 def check_jacfwd_from_jvp(ns):
     hint = ("column j of the Jacobian is jax.jvp(f, (x,), (e_j,))[1], e_j the j-th row of "
             "jnp.eye(n); stack the columns along a new last axis (jnp.stack(..., axis=-1))")
@@ -245,7 +245,7 @@ def check_jacfwd_from_jvp(ns):
 # ---------------------------------------------------------------------------------------
 
 
-@exercise("newton_root", points=2)
+@exercise("newton_root", points=2, remote=True)
 def check_newton_root(ns):
     hint = ("each step: value, slope = jax.jvp(f, (x,), (jnp.ones_like(x),)); "
             "x = x - value / slope")
@@ -277,6 +277,16 @@ def check_newton_root(ns):
 # ---------------------------------------------------------------------------------------
 
 
+_CUBE_BY_WHILE = """def sum_of_cubes_by_while_loop(x):
+    def body(carry):
+        k, y = carry
+        return k + 1, y * x
+
+    _, cube = lax.while_loop(lambda carry: carry[0] < 3, body, (0, jnp.ones_like(x)))
+    return jnp.sum(cube)
+"""
+
+
 def _cube_by_while(x: Any) -> Any:
     """sum(x**3), with the cube computed by a while_loop (which reverse mode refuses)."""
     def body(carry: Any) -> Any:
@@ -287,7 +297,7 @@ def _cube_by_while(x: Any) -> Any:
     return jnp.sum(cube)
 
 
-@exercise("hvp_forward", points=2)
+@exercise("hvp_forward", points=2, remote=True)
 def check_hvp_forward(ns):
     hint = ("the gradient by forward mode is jax.jacfwd(f); its derivative along v is "
             "jax.jvp(jax.jacfwd(f), (x,), (v,))[1]")
@@ -297,12 +307,12 @@ def check_hvp_forward(ns):
         ("lambda x: jnp.sum(x ** 4) / 4", lambda x: jnp.sum(x**4) / 4, 3 * x**2 * v),
         ("lambda x: jnp.dot(x, x) ** 2", lambda x: jnp.dot(x, x) ** 2,
          4 * np.dot(x, x) * v + 8 * x * np.dot(x, v)),
-        ("sum_of_cubes_by_while_loop", _cube_by_while, 6 * x * v),
+        ("sum_of_cubes_by_while_loop", _cube_by_while, 6 * x * v, _CUBE_BY_WHILE),
     ]
     instead = ("forward mode only (one test function has a while_loop, which reverse mode "
                "cannot differentiate): compute the gradient with jax.jacfwd")
-    for text, fun, expected in cases:
-        f = Shown(text, fun)
+    for text, fun, expected, *source in cases:
+        f = Shown(text, fun, *source)
         with forbidding(minijax, *REVERSE_MODE, instead=instead):
             got = call(ns, "hvp_forward", f, jnp.asarray(x, jnp.float32),
                        jnp.asarray(v, jnp.float32))

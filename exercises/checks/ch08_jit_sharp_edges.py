@@ -2,47 +2,38 @@
 
 Every check runs the learner's code under ``jax.jit``, because that is where the sharp edges
 cut: a function that works eagerly may still read global state, branch on a traced value or
-retrace on every call. The learner's function is wrapped in a :class:`Counted` before it is
-jitted, so that the check can tell how many times its Python code ran, that is, how many
-traces there were. Expected values come from NumPy formulas (in float64, or in float32 where
-the exercise is about float32 arithmetic), never from the solution notebook.
+retrace on every call. The learner's function is wrapped, in the learner's process, in a
+function that counts its runs before it is jitted (the ``counted_calls`` probe), so that the
+check can tell how many times its Python code ran, that is, how many traces there were.
+Expected values come from NumPy formulas (in float64, or in float32 where the exercise is
+about float32 arithmetic), never from the solution notebook.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-import minijax as jax
 import minijax.numpy as jnp
 from grader.checks import (
     CheckFailed,
+    Namespace,
     Returned,
     brief,
     call,
+    call_described,
     call_returned,
-    describe_exception,
+    call_transformed,
     exercise,
     expect_close,
     learner_function,
+    probe,
+    reported,
+    show,
 )
-
-
-class Counted:
-    """A learner's function that counts how often its Python code runs (under ``jit``: how
-    often it is traced). ``functools.update_wrapper`` keeps its signature, so that
-    ``static_argnames`` still resolve."""
-
-    def __init__(self, fun: Callable[..., Any]) -> None:
-        functools.update_wrapper(self, fun)
-        self.fun, self.calls = fun, 0
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        return self.fun(*args, **kwargs)
+from grader.plain import FunctionSource
 
 
 def expect_pair(got: Returned, hint: str) -> tuple[Any, Any]:
@@ -52,29 +43,44 @@ def expect_pair(got: Returned, hint: str) -> tuple[Any, Any]:
     return tuple(got.value)
 
 
-def expect_traces(fun: Counted, expected: int, what: str, hint: str) -> None:
-    if fun.calls != expected:
+def expect_traces(name: str, runs: int, expected: int, what: str, hint: str) -> None:
+    if runs != expected:
         times = "once" if expected == 1 else f"{expected} times"
-        raise CheckFailed(f"the Python code of {fun.__name__} ran {fun.calls} times for {what}; "
+        raise CheckFailed(f"the Python code of {name} ran {runs} times for {what}; "
                           f"expected {times} (one trace per signature) -- hint: {hint}")
 
 
-def primitive_names(closed_jaxpr: Any) -> set[str]:
-    """The primitives of a jaxpr and of every jaxpr nested in its equations' parameters."""
-    names: set[str] = set()
+JIT = FunctionSource("jax.jit")
 
-    def visit(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            names.add(str(eqn.primitive))
-            for param in eqn.params.values():
-                for inner in param if isinstance(param, (tuple, list)) else (param,):
-                    if hasattr(inner, "jaxpr") and hasattr(inner.jaxpr, "eqns"):
-                        visit(inner.jaxpr)
-                    elif hasattr(inner, "eqns"):
-                        visit(inner)
 
-    visit(closed_jaxpr.jaxpr)
-    return names
+class JittedCall:
+    """One call of ``jax.jit(name)`` made by the ``counted_calls`` probe, in the learner's
+    process: ``result(hint)`` is what it returned (or the failure it raised), ``runs`` how
+    often the learner's Python code had run by then."""
+
+    def __init__(self, text: str, report: dict[str, Any]) -> None:
+        self.text, self.report, self.runs = text, report, report["runs"]
+
+    def result(self, hint: str) -> Returned:
+        return reported(self.text, self.report, hint)
+
+
+def jitted_calls(ns: Namespace, name: str, calls: list[list[Any]],
+                 thread: bool = False) -> list[JittedCall]:
+    """``jax.jit(name)`` called on each argument list (with ``thread``: each call's first
+    argument the state the call before returned); the calls stop after one that raised."""
+    learner_function(ns, name)
+    reports = probe(ns, "counted_calls", name, JIT, calls, thread)
+    return [JittedCall(f"jax.jit({name})({', '.join(show(arg) for arg in args)})", report)
+            for args, report in zip(calls, reports)]
+
+
+def _same(before: Any, after: Any) -> bool:
+    """Whether a global holds the same value before and after (as plain data)."""
+    if hasattr(before, "shape") or hasattr(after, "shape"):
+        return type(before) is type(after) and np.array_equal(np.asarray(before),
+                                                              np.asarray(after))
+    return type(before) is type(after) and before == after
 
 
 # ---------------------------------------------------------------------------------------
@@ -82,7 +88,7 @@ def primitive_names(closed_jaxpr: Any) -> set[str]:
 # ---------------------------------------------------------------------------------------
 
 
-@exercise("scale_by_calls_pure", points=2)
+@exercise("scale_by_calls_pure", points=2, remote=True)
 def check_scale_by_calls_pure(ns):
     hint = ("new_calls = calls + 1; return new_calls, x * new_calls -- use the argument "
             "calls, not the global")
@@ -91,22 +97,20 @@ def check_scale_by_calls_pure(ns):
     if np.asarray(state) != 1 or not np.allclose(np.asarray(y), 2.0):
         raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected (1, 2.0) -- "
                           f"hint: {hint}")
-    global_before = ns.get("calls")
-    pure = Counted(learner_function(ns, "scale_by_calls_pure"))
-    fast = jax.jit(pure)
+    global_before = probe(ns, "value_of", "calls")
     x = jnp.array([1.0, -2.0, 0.5])
-    state = jnp.int32(0)
-    for k in range(1, 5):
-        got = call_returned(fast, "jax.jit(scale_by_calls_pure)", state, x,
-                            hint="no Python control flow on calls is needed")
+    calls = jitted_calls(ns, "scale_by_calls_pure", [[jnp.int32(0), x]] * 4, thread=True)
+    for k, jitted in enumerate(calls, start=1):
+        got = jitted.result("no Python control flow on calls is needed")
         state, y = expect_pair(got, hint)
         expect_close(Returned(got.call + " (the new count)", state), k, hint=hint)
         expect_close(Returned(got.call + " (the product)", y), k * np.asarray(x), hint=hint)
-    expect_traces(pure, 1, "4 calls with the same types",
+    expect_traces("scale_by_calls_pure", calls[-1].runs, 1, "4 calls with the same types",
                   "return the new count as an array (calls + 1), so its type does not change")
-    if ns.get("calls") != global_before:
+    global_after = probe(ns, "value_of", "calls")
+    if not _same(global_after, global_before):
         raise CheckFailed(f"scale_by_calls_pure changed the global calls (from {global_before}"
-                          f" to {ns.get('calls')}) -- hint: a pure function reads only its "
+                          f" to {global_after}) -- hint: a pure function reads only its "
                           "arguments and changes nothing outside; drop `global calls`")
 
 
@@ -120,30 +124,28 @@ def _huber(x: np.ndarray, delta: float) -> np.ndarray:
     return np.where(np.abs(x) <= delta, 0.5 * x**2, delta * (np.abs(x) - 0.5 * delta))
 
 
-@exercise("huber", points=2)
+@exercise("huber", points=2, remote=True)
 def check_huber(ns):
     hint = ("compute both pieces and choose with jnp.where(jnp.abs(x) <= delta, quadratic, "
             "linear); Python's `if` cannot branch on traced values")
     xs = np.array([-3.0, -1.0, -0.5, 0.0, 0.25, 1.0, 2.0], np.float32)
     got = call_returned(learner_function(ns, "huber"), "huber", jnp.asarray(xs), 1.0, hint=hint)
     expect_close(got, _huber(xs, 1.0), rtol=1e-6, atol=1e-7, hint=hint)
-    counted = Counted(learner_function(ns, "huber"))
-    fast = jax.jit(counted)
-    for delta in (1.0, 0.5, 2.5):
-        got = call_returned(fast, "jax.jit(huber)", jnp.asarray(xs), jnp.float32(delta),
-                            hint=hint)
-        expect_close(got, _huber(xs, delta), rtol=1e-6, atol=1e-7, hint=hint)
-    expect_traces(counted, 1, "3 calls with different values of delta",
-                  "delta must stay traced: no static arguments, no Python `if` on it")
+    deltas = (1.0, 0.5, 2.5)
     matrix = np.linspace(-2.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
-    got = call_returned(fast, "jax.jit(huber)", jnp.asarray(matrix), jnp.float32(0.75),
-                        hint="it must work elementwise on arrays of any shape")
-    expect_close(got, _huber(matrix, 0.75), rtol=1e-6, atol=1e-7,
-                 hint="it must work elementwise on arrays of any shape")
-    huber = ns["huber"]
-    gradient = jax.grad(lambda x: jnp.sum(huber(x, 1.0)))
-    got = call_returned(gradient, "jax.grad(lambda x: jnp.sum(huber(x, 1.0)))",
-                        jnp.asarray(xs), hint=hint)
+    calls = jitted_calls(ns, "huber", [[jnp.asarray(xs), jnp.float32(delta)] for delta in deltas]
+                         + [[jnp.asarray(matrix), jnp.float32(0.75)]])
+    for delta, jitted in zip(deltas, calls):
+        expect_close(jitted.result(hint), _huber(xs, delta), rtol=1e-6, atol=1e-7, hint=hint)
+    expect_traces("huber", calls[len(deltas) - 1].runs, 1,
+                  "3 calls with different values of delta",
+                  "delta must stay traced: no static arguments, no Python `if` on it")
+    arrays = "it must work elementwise on arrays of any shape"
+    expect_close(calls[-1].result(arrays), _huber(matrix, 0.75), rtol=1e-6, atol=1e-7,
+                 hint=arrays)
+    got = call_transformed(ns, "lambda huber: jax.grad(lambda x: jnp.sum(huber(x, 1.0)))",
+                           "huber", jnp.asarray(xs),
+                           shown="jax.grad(lambda x: jnp.sum(huber(x, 1.0)))", hint=hint)
     expect_close(got, np.clip(xs, -1.0, 1.0), rtol=1e-6, atol=1e-7,
                  hint="the derivative is x inside [-delta, delta] and delta * sign(x) outside")
 
@@ -163,16 +165,15 @@ def _sqrt_newton_float32(a: float) -> tuple[float, int]:
     return float(x), steps
 
 
-@exercise("sqrt_newton", points=2)
+@exercise("sqrt_newton", points=2, remote=True)
 def check_sqrt_newton(ns):
     hint = ("lax.while_loop(cond_fun, body_fun, (jnp.maximum(a, 1.0), 0)): cond_fun(state) "
             "says whether |x*x - a| > 1e-5 * a, body_fun(state) returns "
             "(0.5 * (x + a / x), steps + 1)")
-    counted = Counted(learner_function(ns, "sqrt_newton"))
-    fast = jax.jit(counted)
     values = (2.0, 9.0, 0.25, 1e-4, 1e4, 1.0, 12345.678)
-    for a in values:
-        got = call_returned(fast, "jax.jit(sqrt_newton)", jnp.float32(a), hint=hint)
+    calls = jitted_calls(ns, "sqrt_newton", [[jnp.float32(a)] for a in values])
+    for a, jitted in zip(values, calls):
+        got = jitted.result(hint)
         root, steps = expect_pair(got, hint)
         expected_root, expected_steps = _sqrt_newton_float32(a)
         expect_close(Returned(got.call + " (the root)", root), np.sqrt(a), rtol=1e-5,
@@ -188,17 +189,14 @@ def check_sqrt_newton(ns):
                               f"sqrt_newton_python in float32 takes {expected_steps} -- hint: "
                               f"count one step per update of x, and stop as soon as "
                               f"|x*x - a| <= 1e-5 * a")
-    expect_traces(counted, 1, f"{len(values)} calls with float32 scalars",
+    expect_traces("sqrt_newton", calls[-1].runs, 1, f"{len(values)} calls with float32 scalars",
                   "the number of steps must be decided by lax.while_loop at run time, not by "
                   "Python at trace time")
-    try:
-        jaxpr = jax.make_jaxpr(ns["sqrt_newton"])(jnp.float32(2.0))
-    except NotImplementedError:
-        raise
-    except Exception as exc:
+    jaxpr = probe(ns, "trace", "sqrt_newton", [jnp.float32(2.0)])
+    if "raised" in jaxpr:
         raise CheckFailed(f"jax.make_jaxpr(sqrt_newton)(jnp.float32(2.0)) raised "
-                          f"{describe_exception(exc)}") from exc
-    if "while" not in primitive_names(jaxpr):
+                          f"{jaxpr['raised']}")
+    if "while" not in jaxpr["nested"]:
         raise CheckFailed("the jaxpr of sqrt_newton has no `while` equation -- hint: the loop "
                           "must be a lax.while_loop, whose trip count is decided at run time")
 
@@ -213,35 +211,37 @@ def _poly_features(x: np.ndarray, degree: int, scale: float) -> np.ndarray:
     return np.stack([z**k for k in range(degree + 1)], axis=-1)
 
 
-@exercise("make_fast_poly_features", points=2)
+@exercise("make_fast_poly_features", points=2, remote=True)
 def check_make_fast_poly_features(ns):
     hint = ("degree decides the shape of the result (range(degree + 1)), so it must be "
             "static: jax.jit(poly_features, static_argnums=1); scale is data and stays traced")
-    original = learner_function(ns, "poly_features")
-    counted = Counted(original)
-    ns["poly_features"] = counted  # the function the learner jits: it counts its traces
-    try:
-        fast = call(ns, "make_fast_poly_features").value
-    finally:
-        ns["poly_features"] = original
-    if not callable(fast):
-        raise CheckFailed(f"make_fast_poly_features() returned {brief(fast)}; expected a "
-                          f"jitted function -- hint: {hint}")
+    learner_function(ns, "poly_features")
+    learner_function(ns, "make_fast_poly_features")
     x = jnp.array([1.0, 2.0, -3.0])
-    for scale in (2.0, 4.0, 0.5):
-        got = call_returned(fast, "make_fast_poly_features()", x, 3, scale, hint=hint)
-        expect_close(got, _poly_features(np.asarray(x), 3, scale), rtol=1e-6, hint=hint)
-    if counted.calls == 0:
+    calls = [[x, 3, scale] for scale in (2.0, 4.0, 0.5)] + [[x, 2, 2.0]]
+    # poly_features, the function the learner jits, counts its traces meanwhile
+    made = call_described(lambda: probe(ns, "call_made", "make_fast_poly_features", [], calls,
+                                        "poly_features"), "make_fast_poly_features()")
+    if "made" in made.value:
+        raise CheckFailed(f"make_fast_poly_features() returned {brief(made.value['made'])}; "
+                          f"expected a jitted function -- hint: {hint}")
+    results = [JittedCall(f"make_fast_poly_features()({', '.join(show(a) for a in args)})",
+                          report) for args, report in zip(calls, made.value["calls"])]
+    for scale, jitted in zip((2.0, 4.0, 0.5), results):
+        expect_close(jitted.result(hint), _poly_features(np.asarray(x), 3, scale), rtol=1e-6,
+                     hint=hint)
+    runs = results[2].runs
+    if runs == 0:
         raise CheckFailed("make_fast_poly_features() returned a function that never ran "
                           "poly_features -- hint: return jax.jit(poly_features, ...)")
-    if counted.calls == 3:
+    if runs == 3:
         raise CheckFailed("poly_features ran 3 times for 3 calls with degree 3: either it is "
                           "not jitted or scale is static, so each new scale is a new trace -- "
                           f"hint: {hint}")
-    expect_traces(counted, 1, "3 calls with degree 3 and different scales", hint)
-    got = call_returned(fast, "make_fast_poly_features()", x, 2, 2.0, hint=hint)
-    expect_close(got, _poly_features(np.asarray(x), 2, 2.0), rtol=1e-6, hint=hint)
-    expect_traces(counted, 2, "degree 3 and then degree 2", hint)
+    expect_traces("poly_features", runs, 1, "3 calls with degree 3 and different scales", hint)
+    expect_close(results[3].result(hint), _poly_features(np.asarray(x), 2, 2.0), rtol=1e-6,
+                 hint=hint)
+    expect_traces("poly_features", results[3].runs, 2, "degree 3 and then degree 2", hint)
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,80 +254,137 @@ def _polynomial(coefficients: Sequence[float], x: np.ndarray) -> np.ndarray:
     return sum(c * x**k for k, c in enumerate(coefficients))
 
 
-@exercise("Polynomial", points=2)
+#: Runs in the learner's process (the ``observe`` probe): what the learner's Polynomial class
+#: does with the check's inputs -- its leaves and tree structures, what tree_unflatten and its
+#: jitted ``__call__`` give, its trace counts and its gradient -- as plain data. Each step that
+#: raises ends the observation with the step's name and the error.
+_OBSERVE_POLYNOMIAL = """def observe_polynomial(ns, coefficient_lists, x):
+    describe = __import__("grader.checks", fromlist=["describe_exception"]).describe_exception
+    polynomial, tree, seen = ns["Polynomial"], jax.tree_util, {}
+
+    def step(name, work):
+        try:
+            seen[name] = work()
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            seen["raised"] = [name, describe(exc)]
+            return False
+        return True
+
+    def parts(value):
+        return {"is_polynomial": isinstance(value, polynomial), "value": value,
+                "name": getattr(value, "name", None),
+                "coefficients": getattr(value, "coefficients", None)}
+
+    def traces():
+        jitted.clear_cache()
+        for coefficients in ([1.0, -2.0, 3.0], [4.0, 5.0, 6.0], [0.0, 0.0, 1.0]):
+            polynomial(jnp.array(coefficients), "q")(x)
+        same_name = jitted._cache_size()
+        polynomial(jnp.array([1.0, -2.0, 3.0]), "r")(x)
+        return [same_name, jitted._cache_size()]
+
+    if not (step("make", lambda: polynomial(jnp.array([1.0, -2.0, 3.0]), "q"))
+            and step("flatten", lambda: (tree.tree_leaves(seen["make"]),
+                                         tree.tree_structure(seen["make"])))):
+        return seen
+    leaves, treedef = seen.pop("flatten")
+    seen["leaves"] = leaves
+    del seen["make"]
+    if not step("structures", lambda: [
+            tree.tree_structure(polynomial(jnp.array([4.0, 5.0, 6.0]), "q")) == treedef,
+            tree.tree_structure(polynomial(jnp.array([1.0, -2.0, 3.0]), "r")) == treedef]) \
+            or not step("rebuilt", lambda: parts(tree.tree_unflatten(
+                treedef, [jnp.array([7.0, 8.0, 9.0])]))):
+        return seen
+    seen["values"] = []
+    for coefficients in coefficient_lists:
+        if not step("value", lambda: polynomial(jnp.array(coefficients), "q")(x)):
+            return seen
+        seen["values"].append(seen.pop("value"))
+    jitted = polynomial.__dict__.get("__call__")
+    seen["jitted"] = hasattr(jitted, "clear_cache") and hasattr(jitted, "_cache_size")
+    if seen["jitted"] and step("traces", traces):
+        step("gradient", lambda: parts(jax.grad(lambda p, x: p(x))(
+            polynomial(jnp.array([1.0, -2.0, 3.0]), "q"), jnp.float32(2.0))))
+    return seen
+"""
+
+
+def _stopped_at(seen: dict[str, Any], step: str, message: str) -> None:
+    """Fail with ``message`` (given the learner's error) if the observation stopped at
+    ``step``."""
+    if seen.get("raised", [None])[0] == step:
+        raise CheckFailed(message.format(seen["raised"][1]))
+
+
+@exercise("Polynomial", points=2, remote=True)
 def check_polynomial(ns):
     if "Polynomial" not in ns:
         raise CheckFailed("Polynomial is not defined: did you run its cell?")
-    polynomial = ns["Polynomial"]
     hint = ("tree_flatten returns ((self.coefficients,), self.name); tree_unflatten(cls, name, "
             "children) returns cls(*children, name)")
-    p = polynomial(jnp.array([1.0, -2.0, 3.0]), "q")
-    try:
-        leaves = jax.tree_util.tree_leaves(p)
-        treedef = jax.tree_util.tree_structure(p)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"flattening Polynomial(jnp.array([1.0, -2.0, 3.0]), 'q') raised "
-                          f"{describe_exception(exc)} -- hint: {hint}") from exc
+    values_hint = ("Horner's rule: result = zeros_like(x); for c in reversed coefficients: "
+                   "result = result * x + c")
+    x = jnp.array([0.0, 1.0, 2.0, -1.5])
+    coefficient_lists = ([1.0, -2.0, 3.0], [0.5], [1.0, 0.0, 0.0, -1.0], [2.0, 1.0])
+    seen = probe(ns, "observe", FunctionSource(_OBSERVE_POLYNOMIAL),
+                 list(coefficient_lists), x)
+    _stopped_at(seen, "make", "the check stopped with {}")
+    _stopped_at(seen, "flatten", "flattening Polynomial(jnp.array([1.0, -2.0, 3.0]), 'q') "
+                f"raised {{}} -- hint: {hint}")
+    leaves = seen["leaves"]
     if len(leaves) != 1 or not np.array_equal(np.asarray(leaves[0]), [1.0, -2.0, 3.0]):
         raise CheckFailed(f"the leaves of Polynomial(jnp.array([1.0, -2.0, 3.0]), 'q') are "
                           f"{brief(leaves)}; expected one leaf, the coefficient array -- "
                           f"hint: {hint}")
-    same = jax.tree_util.tree_structure(polynomial(jnp.array([4.0, 5.0, 6.0]), "q"))
-    renamed = jax.tree_util.tree_structure(polynomial(jnp.array([1.0, -2.0, 3.0]), "r"))
-    if same != treedef or renamed == treedef:
+    _stopped_at(seen, "structures", "the check stopped with {}")
+    same, renamed = seen["structures"]
+    if not same or renamed:
         raise CheckFailed("the tree structure of a Polynomial should depend on its name and not "
                           "on its coefficients -- hint: the name is the auxiliary data, the "
                           "coefficients are the children")
-    try:
-        rebuilt = jax.tree_util.tree_unflatten(treedef, [jnp.array([7.0, 8.0, 9.0])])
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"tree_unflatten of a Polynomial raised {describe_exception(exc)} "
-                          f"-- hint: {hint}") from exc
-    if (not isinstance(rebuilt, polynomial) or getattr(rebuilt, "name", None) != "q"
-            or not np.array_equal(np.asarray(rebuilt.coefficients), [7.0, 8.0, 9.0])):
+    _stopped_at(seen, "rebuilt", f"tree_unflatten of a Polynomial raised {{}} -- hint: {hint}")
+    rebuilt = seen["rebuilt"]
+    if (not rebuilt["is_polynomial"] or rebuilt["name"] != "q"
+            or not np.array_equal(np.asarray(rebuilt["coefficients"]), [7.0, 8.0, 9.0])):
         raise CheckFailed("tree_unflatten(structure of Polynomial(..., 'q'), [jnp.array([7.0, "
                           "8.0, 9.0])]) did not give Polynomial(jnp.array([7.0, 8.0, 9.0]), "
                           f"'q') -- hint: {hint}")
-    check_polynomial_calls(polynomial)
-
-
-def check_polynomial_calls(polynomial: type) -> None:
-    """Values, traces and gradients of the learner's jitted ``__call__``."""
-    hint = ("Horner's rule: result = zeros_like(x); for c in reversed coefficients: "
-            "result = result * x + c")
-    x = jnp.array([0.0, 1.0, 2.0, -1.5])
-    for coefficients in ([1.0, -2.0, 3.0], [0.5], [1.0, 0.0, 0.0, -1.0], [2.0, 1.0]):
-        p = polynomial(jnp.array(coefficients), "q")
-        got = call_returned(p, f"Polynomial(jnp.array({coefficients}), 'q')", x, hint=hint)
+    for coefficients, value in zip(coefficient_lists, seen["values"]):
+        got = Returned(f"Polynomial(jnp.array({coefficients}), 'q')({show(x)})", value)
         expect_close(got, _polynomial(coefficients, np.asarray(x)), rtol=1e-6, atol=1e-6,
-                     hint=hint)
-    jitted = polynomial.__dict__.get("__call__")
-    if not hasattr(jitted, "clear_cache") or not hasattr(jitted, "_cache_size"):
+                     hint=values_hint)
+    shown = len(seen["values"])
+    if shown < len(coefficient_lists):
+        coefficients = coefficient_lists[shown]
+        raise CheckFailed(f"Polynomial(jnp.array({coefficients}), 'q')({show(x)}) raised "
+                          f"{seen['raised'][1]} -- hint: {values_hint}")
+    check_polynomial_traces(seen, values_hint)
+
+
+def check_polynomial_traces(seen: dict[str, Any], hint: str) -> None:
+    """Trace counts and the gradient of the learner's jitted ``__call__``, as observed."""
+    if not seen["jitted"]:
         raise CheckFailed("Polynomial.__call__ is not jitted -- hint: keep the @jax.jit "
                           "decorator on __call__")
-    jitted.clear_cache()
-    for coefficients in ([1.0, -2.0, 3.0], [4.0, 5.0, 6.0], [0.0, 0.0, 1.0]):
-        polynomial(jnp.array(coefficients), "q")(x)
-    if jitted._cache_size() != 1:
+    _stopped_at(seen, "traces", "the check stopped with {}")
+    same_name, renamed = seen["traces"]
+    if same_name != 1:
         raise CheckFailed(f"three Polynomials named 'q' with 3 coefficients each made "
-                          f"{jitted._cache_size()} traces of __call__; expected 1 -- hint: the "
+                          f"{same_name} traces of __call__; expected 1 -- hint: the "
                           "coefficients are children (traced), so new values need no new trace")
-    polynomial(jnp.array([1.0, -2.0, 3.0]), "r")(x)
-    if jitted._cache_size() != 2:
+    if renamed != 2:
         raise CheckFailed("a Polynomial with another name did not make a new trace of __call__ "
                           "-- hint: the name is auxiliary data, part of the tree structure")
-    loss = jax.grad(lambda p, x: p(x))
-    shown = "jax.grad(lambda p, x: p(x))"
-    got = call_returned(loss, shown, polynomial(jnp.array([1.0, -2.0, 3.0]), "q"),
-                        jnp.float32(2.0), hint=hint)
-    gradient = got.value
-    if not isinstance(gradient, polynomial) or getattr(gradient, "name", None) != "q":
-        raise CheckFailed(f"{got.call} returned {brief(gradient)}; expected a Polynomial "
+    shown = "jax.grad(lambda p, x: p(x))(Polynomial(jnp.array([1.0, -2.0, 3.0]), 'q'), " \
+        "jnp.float32(2.0))"
+    _stopped_at(seen, "gradient", f"{shown} raised {{}} -- hint: {hint}")
+    gradient = seen["gradient"]
+    if not gradient["is_polynomial"] or gradient["name"] != "q":
+        raise CheckFailed(f"{shown} returned {brief(gradient['value'])}; expected a Polynomial "
                           "named 'q' holding the gradient -- hint: grad returns the same pytree "
                           "structure as its argument")
-    expect_close(Returned(got.call + ".coefficients", gradient.coefficients), [1.0, 2.0, 4.0],
+    expect_close(Returned(shown + ".coefficients", gradient["coefficients"]), [1.0, 2.0, 4.0],
                  rtol=1e-6, hint="d p(x) / d c_k = x**k")
