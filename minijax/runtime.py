@@ -297,7 +297,7 @@ def devices(backend: str | None = None) -> list[Device]:
     """The CPU devices, as many as ``--xla_force_host_platform_device_count`` asks for."""
     global _devices
     if backend not in (None, "cpu"):
-        raise RuntimeError(f"Unknown backend {backend}. Available: ['cpu']")
+        raise _unknown_backend(backend)
     if _devices is None:
         match = re.search(r"--xla_force_host_platform_device_count=(\d+)",
                           os.environ.get("XLA_FLAGS", ""))
@@ -305,12 +305,21 @@ def devices(backend: str | None = None) -> list[Device]:
     return list(_devices)
 
 
+def _unknown_backend(backend: Any) -> RuntimeError:
+    """JAX's error for a backend other than the CPU (it words the GPU's apart)."""
+    if backend == "gpu":
+        return RuntimeError("Unknown backend: 'gpu' requested, but no platforms that are "
+                            "instances of gpu are present. Platforms present are: cpu")
+    return RuntimeError(f"Unknown backend {backend}. Available backends are ['cpu']")
+
+
 def local_devices(backend: str | None = None) -> list[Device]:
     return devices(backend)
 
 
-def device_count() -> int:
-    return len(devices())
+def device_count(backend: str | None = None) -> int:
+    """How many devices ``backend`` (only ``"cpu"`` here; ``None``: the default) has."""
+    return len(devices(backend))
 
 
 local_device_count = device_count
