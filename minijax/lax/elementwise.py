@@ -436,8 +436,11 @@ def _sign(x: np.ndarray) -> np.ndarray:
 
 
 def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """NaN wins, and +0.0 is larger than -0.0 (NumPy returns either zero)."""
+    """NaN wins, and +0.0 is larger than -0.0 (NumPy returns either zero). Complex
+    numbers: see ``_lexicographic_greater``."""
     x, y = _as_arrays(x, y)
+    if x.dtype.kind == "c":
+        return np.where(_lexicographic_greater(x, y), x, y)
     out = np.maximum(x, y)
     if not _is_float(out):
         return out
@@ -446,13 +449,24 @@ def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """NaN wins, and -0.0 is smaller than +0.0 (NumPy returns either zero)."""
+    """NaN wins, and -0.0 is smaller than +0.0 (NumPy returns either zero). Complex
+    numbers: see ``_lexicographic_greater``."""
     x, y = _as_arrays(x, y)
+    if x.dtype.kind == "c":
+        return np.where(_lexicographic_greater(y, x), x, y)
     out = np.minimum(x, y)
     if not _is_float(out):
         return out
     # Of two zeros, -(-x + -y) is +0.0 only if both are +0.0: the minimum.
     return np.where((x == 0) & (y == 0), -(-x - y), out).astype(out.dtype, copy=False)
+
+
+def _lexicographic_greater(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x > y`` for complex numbers as JAX's max and min compare them: the real parts,
+    then the imaginary parts. They select ``x`` where it holds and ``y`` elsewhere, so of
+    equal numbers (0j and -0j) and where a NaN makes both false, ``y`` wins (NumPy's
+    maximum returns the NaN)."""
+    return (x.real > y.real) | ((x.real == y.real) & (x.imag > y.imag))
 
 
 def _nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -718,6 +732,8 @@ def _integer_pow_kernel(x: np.ndarray, y: int) -> np.ndarray:
     power (``x ** -2`` is ``1 / (x * x)``)."""
     if y == 0:
         return np.ones_like(x)
+    if y == 1:  # x itself, as XLA computes it (x * 1 would turn complex -0j into 0j)
+        return x
     power = np.power(x, y if y > 0 else -y).astype(x.dtype, copy=False)
     return power if y > 0 else (1 / power).astype(x.dtype, copy=False)
 
