@@ -49,7 +49,7 @@ def _theirs(ops: list[sweeps.Op], dtype: str) -> dict[str, list[np.ndarray] | st
 
 
 def _gap_closed(op: sweeps.Op) -> str:
-    return f"{op.name}: no longer differs from JAX, take it out of KNOWN_COMPLEX_GAPS"
+    return f"{op.name}: no longer differs from JAX, take it out of KNOWN_GAPS"
 
 
 @pytest.mark.parametrize("dtype", sweeps.DTYPES)
@@ -231,3 +231,38 @@ def test_scatter_extrema_with_repeated_indices(jitted: bool) -> None:
     h, lo = fun(jnp.array([0j, 5.0]), jnp.array([complex(-0.0, 0.0), complex(0.0, -0.0)]))
     assert np.signbit([h[0].real, h[0].imag, lo[0].real, lo[0].imag]).tolist() == \
         [False, True, False, True]
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_complex_keeps_its_parts(jitted: bool) -> None:
+    """lax.complex(x, y) is x + iy with the parts as given (it computed x + 1j * y, whose
+    0 * inf and 0 * nan are NaN and whose -0.0 parts became +0.0); conj, built on it under
+    jit, keeps the sign of zero parts too. The parts are JAX's."""
+    lax = minijax.lax
+
+    def fun(x: minijax.Array, y: minijax.Array) -> tuple:
+        z = lax.complex(x, y)
+        return z, lax.conj(x), lax.conj(z)
+
+    fun = minijax.jit(fun) if jitted else fun
+    z, real_conj, complex_conj = fun(jnp.array([0.0, -0.0, 0.0]),
+                                     jnp.array([np.inf, -0.0, np.nan]))
+    parts = lambda a: [(repr(float(v.real)), repr(float(v.imag))) for v in np.asarray(a)]
+    assert parts(z) == [("0.0", "inf"), ("-0.0", "-0.0"), ("0.0", "nan")]
+    assert parts(real_conj) == [("0.0", "0.0"), ("-0.0", "0.0"), ("0.0", "0.0")]
+    assert parts(complex_conj) == [("0.0", "-inf"), ("-0.0", "0.0"), ("0.0", "nan")]
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_float_to_64_bit_integers_saturates(jitted: bool) -> None:
+    """As to narrower integers (JAX: int64 max, uint64 max, int64 min, 0): the largest
+    int64 is no float64, it rounded up to 2**63, out of range (int64 min and 0 came out)."""
+    lax = minijax.lax
+    with sweeps.x64_for("float64", minijax.config):
+        def fun(x: minijax.Array) -> tuple:
+            return lax.convert_element_type(x, jnp.int64), lax.convert_element_type(x, jnp.uint64)
+
+        fun = minijax.jit(fun) if jitted else fun
+        signed, unsigned = fun(jnp.array([np.inf, 1.8e308, -np.inf, 2.0**63, -1.0]))
+        assert np.asarray(signed).tolist() == [2**63 - 1] * 2 + [-2**63, 2**63 - 1, -1]
+        assert np.asarray(unsigned).tolist() == [2**64 - 1] * 2 + [0, 2**63, 0]

@@ -593,10 +593,16 @@ max_p = nary_primitive("max", _max, ANY)
 min_p = nary_primitive("min", _min, ANY)
 atan2_p = nary_primitive("atan2", _atan2, INEXACT)
 nextafter_p = nary_primitive("nextafter", _nextafter, FLOAT)
-complex_p = nary_primitive(
-    "complex", lambda x, y: (x + 1j * y).astype(_complex_of(x.dtype)), ("float32", "float64"),
-    out_dtype=_complex_of,
-)
+def _complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x + iy`` with the parts as given: computing ``x + 1j * y`` would make ``0 * inf``
+    and ``0 * nan`` NaN parts, and turn -0.0 parts into +0.0."""
+    x, y = np.broadcast_arrays(*_as_arrays(x, y))
+    out = np.empty(x.shape, _complex_of(x.dtype))
+    out.real, out.imag = x, y
+    return out
+
+
+complex_p = nary_primitive("complex", _complex, ("float32", "float64"), out_dtype=_complex_of)
 and_p = nary_primitive("and", np.bitwise_and, INT_BOOL)
 or_p = nary_primitive("or", np.bitwise_or, INT_BOOL)
 xor_p = nary_primitive("xor", np.bitwise_xor, INT_BOOL)
@@ -769,8 +775,10 @@ def _convert_kernel(x: np.ndarray, new_dtype: np.dtype, weak_type: bool) -> np.n
     if x.dtype.kind == "f" or x.dtype == dtypes.bfloat16:
         if new_dtype.kind in "iu":
             info = np.iinfo(new_dtype)
-            x = np.nan_to_num(x.astype(np.float64), nan=0.0)
-            return np.clip(np.trunc(x), info.min, info.max).astype(new_dtype)
+            x = np.clip(np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0)), info.min, info.max)
+            # a 64-bit maximum is no float64: it rounds up to 2**63 (or 2**64), out of range
+            high = x >= float(info.max)
+            return np.where(high, new_dtype.type(info.max), np.where(high, 0, x).astype(new_dtype))
     if new_dtype == np.bool_:
         return x != 0
     return x.astype(new_dtype)
