@@ -658,8 +658,9 @@ def _scatter_rule(name: str, x: ShapedArray, indices: ShapedArray, updates: Shap
 def _run_jaxpr_on_numpy(jaxpr: Jaxpr, consts: Sequence[Any], *args: np.ndarray) -> np.ndarray:
     """Evaluate a small elementwise jaxpr with the primitives' NumPy kernels directly.
 
-    A kernel runs on the device's worker thread, where binding primitives would queue
-    work behind itself; so ``scatter_apply``'s function is computed kernel by kernel.
+    This runs inside a kernel: binding the primitives would dispatch each one as a job
+    (run at once, see ``Device.enqueue``), for nothing; so ``scatter_apply``'s function is
+    computed kernel by kernel.
     """
     env = dict(zip(jaxpr.constvars, map(np.asarray, consts)))
     env.update(zip(jaxpr.invars, args))
