@@ -75,7 +75,12 @@ class Device:
         threading.Thread(target=_work, args=(self,), name=f"minijax-{self}", daemon=True).start()
 
     def enqueue(self, job: tuple) -> None:
-        """Queue ``job``, a tuple (primitive, input Arrays, params, output Arrays)."""
+        """Queue ``job``, a tuple (primitive, input Arrays, params, output Arrays). A job
+        that a kernel of this device dispatches is run at once instead (``_run_inline``)."""
+        inside = _inside.get()
+        if self in inside:
+            self._run_inline(job, inside.count(self))
+            return
         self._jobs.append(job)
         if not self._worker_called:
             self._worker_called = True
@@ -93,13 +98,24 @@ class Device:
         time into a context (``run`` raises ``RuntimeError`` for the others) and takes the
         thread out again however the function ends. An interrupted job stays at the head
         of the queue, and the worker runs it again.
+
+        A kernel may wait too (a primitive's impl written with ``jnp``, as JAX allows):
+        then this thread is in ``_runner`` already, running a job, and what it waits for
+        ran at once when it was dispatched (see ``enqueue``). An array queued behind the
+        job can never be computed before it: that is an error, not a wait for ever.
         """
         try:
             while not self._done(until):
+                inside = _inside.get()
                 try:
-                    self._runner.run(self._run_jobs_until, until)
-                except RuntimeError:  # another thread is in there, running the jobs
-                    self._sleep(until)
+                    self._runner.run(self._run_jobs_until, until, inside)
+                except RuntimeError:  # a thread is in there, running the jobs
+                    if self not in inside:  # another thread
+                        self._sleep(until)
+                    elif until is None:  # synchronize in a kernel: its own jobs are done
+                        return
+                    else:
+                        raise _waits_behind_itself(self) from None
         finally:
             self._wake_sleepers()  # they may want to run the jobs now
             if self._jobs:  # hand the rest to the worker (also if this was interrupted)
@@ -108,10 +124,12 @@ class Device:
     def _done(self, until: Array | None) -> bool:
         return until.is_ready() if until is not None else not self._jobs
 
-    def _run_jobs_until(self, until: Array | None) -> None:
+    def _run_jobs_until(self, until: Array | None, inside: tuple[Device, ...]) -> None:
         """A waiting thread's turn (inside ``_runner``): run jobs until ``until`` is
         computed. A job leaves the queue once it is done, not before: if this thread is
-        interrupted while running it, it stays at the head, to be run again."""
+        interrupted while running it, it stays at the head, to be run again. ``inside``:
+        the devices whose jobs this thread was running already (see ``_inside``)."""
+        _inside.set((*inside, self))
         jobs = self._jobs
         while jobs and (until is None or not until.is_ready()):
             _run(*jobs[0])
@@ -123,10 +141,26 @@ class Device:
         which costs less than two threads taking turns. Nothing interrupts this thread
         (Python handles signals on the main thread), so whatever a kernel raises, even
         ``SystemExit``, is the job's failure."""
+        _inside.set((self,))
         jobs = self._jobs
         while jobs and not self._sleepers:
             _run(*jobs[0], failures=BaseException)
             jobs.popleft()
+
+    def _run_inline(self, job: tuple, running: int) -> None:
+        """Run ``job``, dispatched by a kernel of this device, now, on this thread: the
+        kernel needs it done before its own job is (as the impl would in JAX, where it runs
+        at once), and queued it would wait behind that job. It goes in the queue right
+        behind the ``running`` jobs this thread has started and not finished (the first
+        ones), so that if it is interrupted it is still run, in order; and it runs in a
+        copy of the context, in which ``_inside`` counts it, however it ends."""
+        self._jobs.insert(running, job)
+        contextvars.copy_context().run(self._run_job_at, running)
+
+    def _run_job_at(self, position: int) -> None:
+        _inside.set((*_inside.get(), self))
+        _run(*self._jobs[position])
+        del self._jobs[position]
 
     def _sleep(self, until: Array | None) -> None:
         """Sleep until the thread running the jobs gives way or stops (either wakes the
@@ -161,6 +195,12 @@ class Device:
         return f"cpu:{self.id}"
 
 
+# The devices whose jobs the current thread is running, outermost first, one entry per job
+# started and not finished. Set on entering a device's ``_runner`` (or a copy of the
+# context, for a job run inline), so it is exact for whichever thread is in there.
+_inside: contextvars.ContextVar[tuple[Device, ...]] = contextvars.ContextVar(
+    "minijax_inside_device", default=())
+
 _RECHECK_SECONDS = 0.005
 _WORKER_CHECK_SECONDS = 0.1
 
@@ -185,6 +225,11 @@ def _work(device: Device) -> None:
         if device._sleepers:  # the worker gave way to them: wake them, and let them in
             device._wake_sleepers()  # before it looks again (they call it when they leave)
             time.sleep(_RECHECK_SECONDS)
+
+
+def _waits_behind_itself(device: Device) -> RuntimeError:
+    return RuntimeError(f"deadlock: a kernel running on {device} waits for an array queued "
+                        "behind its own job")
 
 
 def _input_values(args: Sequence[Array]) -> list[np.ndarray]:
@@ -253,7 +298,7 @@ def devices(backend: str | None = None) -> list[Device]:
     """The CPU devices, as many as ``--xla_force_host_platform_device_count`` asks for."""
     global _devices
     if backend not in (None, "cpu"):
-        raise RuntimeError(f"Unknown backend {backend}. Available: ['cpu']")
+        raise _unknown_backend(backend)
     if _devices is None:
         match = re.search(r"--xla_force_host_platform_device_count=(\d+)",
                           os.environ.get("XLA_FLAGS", ""))
@@ -261,12 +306,21 @@ def devices(backend: str | None = None) -> list[Device]:
     return list(_devices)
 
 
+def _unknown_backend(backend: Any) -> RuntimeError:
+    """JAX's error for a backend other than the CPU (it words the GPU's apart)."""
+    if backend == "gpu":
+        return RuntimeError("Unknown backend: 'gpu' requested, but no platforms that are "
+                            "instances of gpu are present. Platforms present are: cpu")
+    return RuntimeError(f"Unknown backend {backend}. Available backends are ['cpu']")
+
+
 def local_devices(backend: str | None = None) -> list[Device]:
     return devices(backend)
 
 
-def device_count() -> int:
-    return len(devices())
+def device_count(backend: str | None = None) -> int:
+    """How many devices ``backend`` (only ``"cpu"`` here; ``None``: the default) has."""
+    return len(devices(backend))
 
 
 local_device_count = device_count

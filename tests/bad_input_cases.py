@@ -625,6 +625,11 @@ TREES_AND_DEVICES = {
     "devices/gpu": raises(lambda n: n.jax.devices("gpu"), "gpu"),
     "local_devices/unknown_backend": raises(lambda n: n.jax.local_devices(backend="tpu"),
                                             "tpu"),
+    "local_device_count/unknown_backend": raises(
+        lambda n: n.jax.local_device_count("nonsense"), "Unknown backend nonsense",
+        "Available backends are ['cpu']"),
+    "device_count/gpu": raises(lambda n: n.jax.device_count(backend="gpu"),
+                               "no platforms that are instances of gpu"),
     "device_put/string": raises(lambda n: n.jax.device_put("a"), "'a'"),
 }
 
@@ -749,6 +754,8 @@ VALUES: dict[str, Program] = {
     "device_put/tree": lambda n: n.jax.device_put([F3, 1.0]),
     "devices/cpu": lambda n: len(n.jax.devices("cpu")),
     "devices/default": lambda n: len(n.jax.devices(None)),
+    "local_device_count/cpu": lambda n: n.jax.local_device_count("cpu"),
+    "device_count/default": lambda n: n.jax.device_count(backend=None),
     "default_backend": lambda n: n.jax.default_backend(),
     "block_until_ready/not_an_array": lambda n: n.jax.block_until_ready("a"),
     "block_until_ready/tree": lambda n: n.jax.block_until_ready([n.jnp.zeros(2), 1]),
@@ -803,12 +810,6 @@ DIFFERENCES: dict[str, tuple[Program, str]] = {
         lambda n: n.lax.fori_loop(0, 3, lambda i, c: c, 0),
         "JAX notices that the body hands its carry back unchanged and returns the initial "
         "value itself (here the Python int 0); minijax returns an Array.",
-    ),
-    "local_device_count/backend": (
-        lambda n: n.jax.local_device_count("nonsense"),
-        "JAX's local_device_count takes a backend (and raises RuntimeError for an unknown "
-        "one); minijax's takes no argument (TypeError). minijax/runtime.py is another "
-        "issue's file: to be added there.",
     ),
     "zeros/float0": (
         lambda n: n.jnp.zeros(3, n.jax.dtypes.float0),

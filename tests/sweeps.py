@@ -4,19 +4,22 @@ Every elementwise ``lax`` and ``jnp`` operation runs once per dtype on whole arr
 int8 and uint8, every value (unary) or every pair of values (binary, 65,536 pairs); for the
 other dtypes, a table of special values (zeros of both signs, ±1, the extremes, ±inf, NaN,
 denormals, the neighbours of small integers, shift counts around the width...) and every
-pair of them. The same inputs feed minijax (eagerly and under ``jit``) and JAX, and the
-results are compared:
+pair of them; for complex dtypes, finite real and imaginary parts (see ``KNOWN_GAPS`` for
+where minijax still differs). The 64-bit dtypes run with ``jax_enable_x64`` on.
+The same inputs feed minijax (eagerly and under ``jit``) and JAX, and the results are
+compared:
 
 * **exactly**, bit for bit, where JAX's result is exact (integers, booleans, comparisons,
   signs, rounding, bit operations, min/max, and IEEE's correctly rounded ``+ - * / sqrt``
-  and ``fmod``). Every NaN counts as the same NaN; the sign of zero counts.
+  and ``fmod`` of real numbers). Every NaN counts as the same NaN; the sign of zero counts.
 * **within an ulp bound** (``Op.ulps``, stated per operation) where the result is a
   rounded transcendental function, whose last bits differ between libraries -- or within
   the dtype's tolerance of ``tests/oracle.py`` (near zero an ulp is tiny, and JAX's
   float32 ``sinh``/``exp2`` of large arguments are a few ulps off). Zeros of either sign
   are one value here, and NaN must meet NaN.
 
-Denormals: JAX on the CPU flushes float32 (and bfloat16) denormal results to zero, and
+Denormals: JAX on the CPU flushes denormal results to zero (all float types but float16,
+whose denormals are normal in the float32 it computes in; each part of a complex), and
 treats denormal operands as zero in most operations; minijax deliberately keeps them
 (IEEE gradual underflow, as NumPy does). The sweeps compare *modulo* that one difference:
 results at or below the smallest normal number count as zeros (of their sign), and
@@ -29,6 +32,7 @@ itself).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import types
 from collections.abc import Callable, Iterator
@@ -39,10 +43,13 @@ import ml_dtypes
 import numpy as np
 
 EXHAUSTIVE = ("int8", "uint8")
-DTYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "float16", "bfloat16",
-          "float32")  # uint16 is between uint8 and uint32; 64 bits need x64 mode
-FLOATS = ("float16", "bfloat16", "float32")
-FLUSHED = ("bfloat16", "float32")  # float16's denormals are normal numbers in float32
+DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+X64 = ("int64", "uint64", "float64", "complex128")  # swept with jax_enable_x64 on
+COMPLEX = ("complex64", "complex128")
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+# float16's denormals are normal numbers in float32, where XLA computes float16
+FLUSHED = ("bfloat16", "float32", "float64", "complex64", "complex128")
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,17 @@ OPS: list[Op] = [
     Op("jnp.ldexp", 2, second="int32"),
     Op("jnp.gcd", 2, int_min=False), Op("jnp.lcm", 2, int_min=False),
     _with("jnp.round_2", 1, lambda ns: lambda x: ns.jnp.round(x, 2), ulps=1),
+    *(_with(f"x.at[i].{how}", 2, lambda ns, how=how: lambda x, y: getattr(
+        ns.jnp.asarray(x).at[ns.jnp.arange(x.size)], how)(y)) for how in ("max", "min")),
+    *_ops("lax.conj lax.real lax.imag lax.reciprocal jnp.conj jnp.real jnp.imag jnp.isreal "
+          "jnp.iscomplex", 1),
+    *_ops("lax.complex jnp.true_divide", 2),
+    *_ops("lax.erf lax.erfc lax.erf_inv lax.lgamma lax.digamma jnp.angle", 1, ulps=4),
+    _with("lax.clamp", 2, lambda ns: lambda x, y: ns.lax.clamp(-x, y, x)),  # y into [-x, x]
+    # every conversion between two of the dtypes (saturating, NaN to 0...)
+    *(_with(f"lax.convert_element_type-{dt}", 1, lambda ns, dt=dt: lambda x: (
+        ns.lax.convert_element_type(x, ml_dtypes.bfloat16 if dt == "bfloat16" else dt)))
+      for dt in DTYPES),
 ]
 
 
@@ -139,7 +157,19 @@ def _special_floats(dt: np.dtype) -> np.ndarray:
                 info.tiny - smallest, np.nextafter(one, two), np.nextafter(one, dt.type(0)),
                 np.nextafter(two, dt.type(3)), np.nextafter(two, one), np.inf]
     values = [0.0, -0.0, np.nan] + positive + [-v for v in positive]
-    return np.array(values, np.float32).astype(dt)
+    return np.array(values, np.float64 if dt.itemsize == 8 else np.float32).astype(dt)
+
+
+def _special_complex(dt: np.dtype) -> np.ndarray:
+    """Every combination of a few finite real and imaginary parts, zeros of both signs
+    among them (64 values). Infinite and NaN parts are left out: there XLA computes with
+    formulas of its own (``exp(inf+infj)`` is ``nan+nanj``, NumPy's ``inf+nanj``), which
+    minijax's NumPy kernels do not copy."""
+    parts = np.array([0.0, -0.0, 1, -1, 0.5, -1.5, np.pi, 100], np.dtype(f"float{4 * dt.itemsize}"))
+    real, imag = np.meshgrid(parts, parts, indexing="ij")
+    out = np.empty(real.size, dt)
+    out.real, out.imag = real.reshape(-1), imag.reshape(-1)
+    return out
 
 
 def special_values(name: str) -> np.ndarray:
@@ -151,6 +181,8 @@ def special_values(name: str) -> np.ndarray:
         return np.arange(np.iinfo(dt).min, np.iinfo(dt).max + 1).astype(dt)
     if dt.kind in "iu":
         return _special_integers(dt)
+    if dt.kind == "c":
+        return _special_complex(dt)
     return _special_floats(dt)
 
 
@@ -166,15 +198,33 @@ def inputs(op: Op, dtype: str) -> list[np.ndarray]:
     return [x.reshape(-1), y.reshape(-1)]
 
 
+def parts(x: np.ndarray) -> np.ndarray:
+    """A view of ``x`` with a last axis more: the real and imaginary parts of complex
+    numbers (as floats), the number itself otherwise."""
+    x = np.ascontiguousarray(x)[..., None]
+    if x.dtype.kind != "c":
+        return x
+    return x.view(np.dtype(f"float{4 * x.dtype.itemsize}"))
+
+
+def _magnitudes(x: np.ndarray) -> tuple[np.ndarray, float]:
+    """The magnitude of every float of ``x`` (both parts of a complex) and the smallest
+    normal number of their type."""
+    floats = parts(x)
+    return np.abs(floats.astype(np.float64)), float(ml_dtypes.finfo(floats.dtype).tiny)
+
+
 def flush(x: np.ndarray) -> np.ndarray:
     """Results at or below the smallest normal number to zero of the same sign, as JAX's
     CPU computations flush them (the smallest normal itself too: the hardware flushes a
-    result that is tiny before rounding)."""
+    result that is tiny before rounding); each part of a complex number apart."""
     x = np.asarray(x)
     if x.dtype.name not in FLUSHED:
         return x
-    tiny = ml_dtypes.finfo(x.dtype).tiny
-    return np.where(np.abs(x.astype(np.float32)) <= tiny, x * x.dtype.type(0), x).astype(x.dtype)
+    floats = parts(x)
+    magnitude, tiny = _magnitudes(x)
+    flushed = floats * (magnitude > tiny)  # x * 0 is the zero of x's sign
+    return flushed.astype(floats.dtype).view(x.dtype)[..., 0]
 
 
 def compared(args: list[np.ndarray]) -> np.ndarray:
@@ -183,8 +233,8 @@ def compared(args: list[np.ndarray]) -> np.ndarray:
     keep = np.ones(args[0].shape, bool)
     for x in args:
         if x.dtype.name in FLUSHED:
-            magnitude = np.abs(x.astype(np.float32))
-            keep &= ~((magnitude > 0) & (magnitude < ml_dtypes.finfo(x.dtype).tiny))
+            magnitude, tiny = _magnitudes(x)
+            keep &= ~((magnitude > 0) & (magnitude < tiny)).any(-1)
     return keep
 
 
@@ -200,14 +250,85 @@ def case_id(op: Op, dtype: str) -> str:
     return f"{op.name}-{dtype}"
 
 
-def is_recorded(name: str) -> bool:
-    """Exact operations have their JAX results recorded in ``tests/data/sweeps.json``."""
-    return next(op for op in OPS if op.name == name).ulps == 0
+# Exact on real numbers, rounded more than once on complex ones (a product is a sum of
+# two products, a magnitude a hypot...): compared within an ulp bound there.
+_ROUNDED_IN_COMPLEX = set("""lax.mul lax.div lax.sqrt lax.square lax.sign lax.abs
+    lax.integer_pow_2 lax.integer_pow_3 lax.integer_pow_-1 lax.integer_pow_-2 jnp.multiply
+    jnp.divide jnp.sqrt jnp.square jnp.reciprocal jnp.sign jnp.absolute lax.reciprocal
+    jnp.true_divide""".split())
+COMPLEX_ULPS = 4
+
+
+def _gaps(names: str, dtypes: tuple[str, ...] = COMPLEX) -> dict[str, tuple[str, ...]]:
+    return dict.fromkeys(names.split(), dtypes)
+
+
+# Where minijax still differs from JAX, and why (the sweeps check that each case still
+# differs, so that this list stays true). Mostly complex numbers: XLA computes most complex
+# functions with formulas of its own, eagerly and under jit, where minijax calls NumPy's
+# C99 ones; and a few jnp functions accept or refuse complex operands unlike JAX's.
+KNOWN_GAPS: dict[str, tuple[str, ...]] = {
+    # a zero part counts as +0.0 at the branch cuts: sqrt(-1-0j) is 1j, NumPy's -1j
+    **_gaps("lax.sqrt jnp.sqrt lax.asin jnp.arcsin lax.acos jnp.arccos lax.asinh "
+            "jnp.arcsinh lax.acosh jnp.arccosh"),
+    # dividing by a complex zero: 1j / (-0+0j) is nan-infj, NumPy's nan+infj
+    **_gaps("lax.div jnp.divide jnp.true_divide lax.integer_pow_-1 lax.reciprocal "
+            "jnp.reciprocal"),
+    # x ** y as exp(y log x): 0 ** (1+1j) is nan+nanj, NumPy's 0
+    **_gaps("lax.pow jnp.power jnp.float_power"),
+    # atan2 of complex numbers by XLA's formula (3.1415925 where NumPy gives pi)
+    **_gaps("lax.atan2 jnp.arctan2"),
+    # XLA's clamp of complex numbers is not lexicographic: clamp(-1, 1+5j, 1) is 1+5j
+    **_gaps("lax.clamp"),
+    # overflow of float32 parts at |x| = 100: expm1(100+0j) is inf+0j, NumPy's inf+nanj
+    **_gaps("lax.expm1 jnp.expm1 lax.sin jnp.sin lax.cos jnp.cos lax.sinh jnp.sinh lax.cosh "
+            "jnp.cosh", ("complex64",)),
+    # jnp: JAX rounds complex numbers, compares them (lexicographically) and takes fmax,
+    # fmin and logaddexp of them, where minijax raises TypeError; JAX refuses fabs and
+    # hypot of them, and signbit with ValueError
+    **_gaps("jnp.rint jnp.round jnp.round_2 jnp.less jnp.less_equal jnp.greater "
+            "jnp.greater_equal jnp.fmax jnp.fmin jnp.logaddexp jnp.logaddexp2 jnp.fabs "
+            "jnp.hypot jnp.signbit"),
+    # minijax's kernels (lax/special.py) lose accuracy at erf_inv(1 - 2**-53), 5.8729 (JAX
+    # and the true value: 5.8636), and next to digamma's poles: digamma(-1 - 2**-52) is
+    # 4.1e15 (JAX and the true value: 4.5e15)
+    **_gaps("lax.erf_inv lax.digamma", ("float64",)),
+}
+
+
+def known_gap(op: Op, dtype: str) -> bool:
+    return dtype in KNOWN_GAPS.get(op.name, ())
+
+
+def ulps(op: Op, dtype: str) -> int:
+    """The ulp bound of ``op``'s results at ``dtype`` (0: exact)."""
+    if dtype in COMPLEX and op.name in _ROUNDED_IN_COMPLEX:
+        return COMPLEX_ULPS
+    return op.ulps
+
+
+def is_recorded(name: str, dtype: str) -> bool:
+    """Exact cases have their JAX results recorded in ``tests/data/sweeps.json``."""
+    return ulps(next(op for op in OPS if op.name == name), dtype) == 0
 
 
 # ---------------------------------------------------------------------------------------
 # Running and comparing
 # ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def x64_for(dtype: str, config: Any) -> Iterator[None]:
+    """``jax_enable_x64`` on in ``config`` (minijax's or JAX's) while ``dtype`` is swept,
+    if it is one of the 64-bit dtypes (without it they would be 32-bit)."""
+    if dtype not in X64:
+        yield
+        return
+    config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        config.update("jax_enable_x64", False)
 
 
 def minijax_namespace() -> types.SimpleNamespace:
@@ -240,18 +361,24 @@ def run(fun: Callable[..., Any], args: list[np.ndarray]) -> list[np.ndarray] | s
     return _kept(args, out)
 
 
-def jax_results(dtype: str) -> dict[str, list[np.ndarray] | str]:
-    """JAX's result of every operation at ``dtype``, by name (see :func:`run`)."""
+def jax_results(dtype: str, names: set[str] | None = None) -> dict[str, list[np.ndarray] | str]:
+    """JAX's result of every operation at ``dtype`` (or of those ``names``), by name (see
+    :func:`run`)."""
+    import jax
+
     ns = jax_namespace()
-    return {op.name: run(op.function(ns), inputs(op, dtype))
-            for op, dt in cases() if dt == dtype}
+    with x64_for(dtype, jax.config):
+        return {op.name: run(op.function(ns), inputs(op, dtype)) for op, dt in cases()
+                if dt == dtype and (names is None or op.name in names)}
 
 
 def canonical(x: np.ndarray) -> np.ndarray:
-    """The bits of ``x``, with every NaN the same NaN (for exact comparison)."""
-    if x.dtype.kind not in "fV" and x.dtype != ml_dtypes.bfloat16:
+    """The bits of ``x``, with every NaN the same NaN (for exact comparison); floats get
+    a last axis (see :func:`parts`)."""
+    if x.dtype.kind not in "fcV" and x.dtype != ml_dtypes.bfloat16:
         return x
-    x = np.where(np.isnan(x.astype(np.float32)), x.dtype.type(np.nan), x).astype(x.dtype)
+    x = parts(x)
+    x = np.where(np.isnan(x.astype(np.float64)), x.dtype.type(np.nan), x).astype(x.dtype)
     return x.view(np.dtype(f"uint{8 * x.dtype.itemsize}"))
 
 
@@ -274,11 +401,13 @@ def _ordered(x: np.ndarray) -> np.ndarray:
 
 
 def ulp_distance(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
-    """How many floats of the result's dtype lie between the results (inf if one is NaN)."""
+    """How many floats of the result's dtype lie between the results (inf if one is NaN);
+    of complex results, the larger distance of the two parts."""
+    ours, theirs = parts(ours), parts(theirs)
     distance = np.abs(_ordered(ours) - _ordered(theirs)).astype(float)
-    nan_ours, nan_theirs = np.isnan(ours.astype(np.float32)), np.isnan(theirs.astype(np.float32))
+    nan_ours, nan_theirs = np.isnan(ours.astype(np.float64)), np.isnan(theirs.astype(np.float64))
     distance = np.where(nan_ours | nan_theirs, np.inf, distance)
-    return np.where(nan_ours & nan_theirs, 0, distance)
+    return np.where(nan_ours & nan_theirs, 0, distance).max(-1)
 
 
 def _far(ours: np.ndarray, theirs: np.ndarray, ulps: int) -> np.ndarray:
@@ -286,13 +415,14 @@ def _far(ours: np.ndarray, theirs: np.ndarray, ulps: int) -> np.ndarray:
     from tests.oracle import TOLERANCES
 
     rtol, atol = TOLERANCES[ours.dtype.name]
-    a, b = ours.astype(np.float64), theirs.astype(np.float64)
+    wide = np.complex128 if ours.dtype.kind == "c" else np.float64
+    a, b = ours.astype(wide), theirs.astype(wide)
     with np.errstate(invalid="ignore"):
         close = np.isclose(a, b, rtol=rtol, atol=atol) & (np.isinf(a) == np.isinf(b))
     return (ulp_distance(ours, theirs) > ulps) & ~close
 
 
-def mismatches(op: Op, args: list[np.ndarray], ours: Any, theirs: Any) -> str:
+def mismatches(op: Op, dtype: str, args: list[np.ndarray], ours: Any, theirs: Any) -> str:
     """'' if ``ours`` agrees with ``theirs``, else a description of the first few
     differences (inputs, both results)."""
     if isinstance(ours, str) or isinstance(theirs, str):
@@ -302,14 +432,21 @@ def mismatches(op: Op, args: list[np.ndarray], ours: Any, theirs: Any) -> str:
         if a.dtype != b.dtype or a.shape != b.shape:
             problems.append(f"output {k}: {a.dtype}{a.shape} vs JAX {b.dtype}{b.shape}")
             continue
-        inexact = op.ulps > 0 and (a.dtype.kind == "f" or a.dtype == ml_dtypes.bfloat16)
-        bad = _far(a, b, op.ulps) if inexact else (canonical(a) != canonical(b))
+        bound = ulps(op, dtype)
+        inexact = bound > 0 and (a.dtype.kind in "fc" or a.dtype == ml_dtypes.bfloat16)
+        bad = _far(a, b, bound) if inexact else _differ(a, b)
         for i in np.flatnonzero(bad)[:8]:
             operands = ", ".join(repr(x[i]) for x in args)
             problems.append(f"({operands}) -> {a[i]!r}, JAX {b[i]!r}")
         if bad.any():
             problems.append(f"{int(bad.sum())} of {bad.size} differ")
     return "; ".join(problems)
+
+
+def _differ(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """Which elements differ in their bits (any part of a complex number)."""
+    different = canonical(ours) != canonical(theirs)
+    return different.reshape(len(different), -1).any(-1)
 
 
 def _show(result: Any) -> str:

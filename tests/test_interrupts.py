@@ -476,3 +476,121 @@ def test_a_kernel_that_always_raises_fails_its_job_on_the_worker(exception):
         assert type(info.value.__cause__) is exception
     assert (x + 1.0).tolist() == [1.0, 2.0, 3.0]
     assert eventually(lambda: device_is_idle(x.device))
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels that dispatch work to their own device and wait for it
+# ---------------------------------------------------------------------------------------
+
+
+def sin_twice_kernel(x: np.ndarray) -> minijax.Array:
+    """An impl written with jnp, as JAX allows: its operations are dispatched to the device
+    whose job is running this kernel, and converting the result waits for them."""
+    return minijax.numpy.sin(x) * 2.0
+
+
+sin_twice_p = Primitive("sin_twice")
+sin_twice_p.def_impl(sin_twice_kernel)
+sin_twice_p.def_abstract_eval(lambda aval: aval)
+
+
+def nested_kernel(x: np.ndarray) -> np.ndarray:
+    """Two levels deep: a kernel that binds sin_twice and calls a jitted program that
+    prints (which waits for its device), then waits for both."""
+    a = sin_twice_p.bind(x)
+    b, _ = plus_one_and_print(x)
+    return np.asarray(a) + np.asarray(b)
+
+
+nested_p = Primitive("nested_dispatch")
+nested_p.def_impl(nested_kernel)
+nested_p.def_abstract_eval(lambda aval: aval)
+
+
+@minijax.jit
+def plus_one_and_print(a):
+    minijax.debug.print("inside a kernel: {:.3f}", a[1])
+    return a + 1.0, a
+
+
+def queue_dispatching_work() -> Work:
+    """Jobs whose kernels dispatch to their own device, and jobs queued behind them that
+    use their results (they must not run before them)."""
+    host = np.arange(4, dtype=np.float32)
+    x = minijax.device_put(host)
+    y = sin_twice_p.bind(x)
+    z = nested_p.bind(y)
+    last = z * 3.0
+    hy = np.sin(host) * 2
+    hz = np.sin(hy) * 2 + hy + 1
+    return Work(x, [(y, hy), (z, hz), (last, hz * 3)], [])
+
+
+def finishes(fun: Callable[[], object]) -> bool:
+    """Whether ``fun()`` returns (or raises) before the hang guard runs out: it runs on a
+    daemon thread, a thread that waits like any other."""
+    thread = threading.Thread(target=fun, daemon=True)
+    thread.start()
+    thread.join(HANG_GUARD)
+    return not thread.is_alive()
+
+
+def test_a_kernel_that_waits_for_its_own_device_on_the_waiting_thread(capfd):
+    """The waiting thread runs the jobs, and so the kernels: what they dispatch runs at
+    once (it used to be queued behind the kernel's own job, which waited for it for ever,
+    re-checking every 5 ms)."""
+    with worker_kept_off_the_gil():
+        work = queue_dispatching_work()
+        assert finishes(lambda: np.asarray(work.expected[-1][0])), "the wait hangs"
+    check_recovered(work)
+    assert capfd.readouterr().out == "inside a kernel: 1.683\n"
+
+
+def test_a_kernel_that_waits_for_its_own_device_on_the_worker(capfd):
+    work = queue_dispatching_work()  # nobody waits: the worker runs the kernels
+    check_recovered(work)
+    assert capfd.readouterr().out == "inside a kernel: 1.683\n"
+
+
+def test_a_kernel_that_waits_for_an_array_queued_behind_its_job_fails():
+    """That array can only be computed after the job: a deadlock, reported as the job's
+    failure rather than a wait for ever."""
+    later: list[minijax.Array] = []
+    gate = threading.Event()
+
+    def kernel(x):
+        assert gate.wait(HANG_GUARD)
+        return x + np.asarray(later[0])
+
+    waits_p = Primitive("waits_for_a_later_job")
+    waits_p.def_impl(kernel)
+    waits_p.def_abstract_eval(lambda aval: aval)
+    x = minijax.device_put(np.arange(3, dtype=np.float32))
+    y = waits_p.bind(x)
+    later.append(x + 1.0)
+    gate.set()
+    assert eventually(y.is_ready), "the worker hangs in the kernel"
+    with pytest.raises(errors.JaxRuntimeError, match="deadlock: a kernel running on cpu:0 "
+                       "waits for an array queued behind its own job"):
+        y.block_until_ready()
+    np.testing.assert_array_equal(np.asarray(later[0]), [1.0, 2.0, 3.0])
+    assert eventually(lambda: device_is_idle(x.device))
+
+
+TRACED_KERNELS |= {sin_twice_kernel.__code__, nested_kernel.__code__}
+
+
+def test_an_interrupt_at_every_bytecode_of_a_wait_with_kernels_that_dispatch(capfd):
+    """The jobs such a kernel runs at once stay queued until done, right behind its own:
+    interrupted, they are run again (or their results are not needed any more)."""
+    def trial(injector: Injector) -> None:
+        with worker_kept_off_the_gil():
+            work = queue_dispatching_work()
+            try:
+                with injector.installed():
+                    wait(work, "np.asarray(last)")
+            finally:
+                check_recovered(work)
+
+    assert inject_everywhere(trial, KeyboardInterrupt) > 200
+    assert "inside a kernel: 1.683\n" in capfd.readouterr().out

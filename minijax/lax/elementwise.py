@@ -426,8 +426,11 @@ def _sign(x: np.ndarray) -> np.ndarray:
 
 
 def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """NaN wins, and +0.0 is larger than -0.0 (NumPy returns either zero)."""
+    """NaN wins, and +0.0 is larger than -0.0 (NumPy returns either zero). Complex
+    numbers: see ``_lexicographic_greater``."""
     x, y = _as_arrays(x, y)
+    if x.dtype.kind == "c":
+        return np.where(_lexicographic_greater(x, y), x, y)
     out = np.maximum(x, y)
     if not _is_float(out):
         return out
@@ -436,13 +439,24 @@ def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """NaN wins, and -0.0 is smaller than +0.0 (NumPy returns either zero)."""
+    """NaN wins, and -0.0 is smaller than +0.0 (NumPy returns either zero). Complex
+    numbers: see ``_lexicographic_greater``."""
     x, y = _as_arrays(x, y)
+    if x.dtype.kind == "c":
+        return np.where(_lexicographic_greater(y, x), x, y)
     out = np.minimum(x, y)
     if not _is_float(out):
         return out
     # Of two zeros, -(-x + -y) is +0.0 only if both are +0.0: the minimum.
     return np.where((x == 0) & (y == 0), -(-x - y), out).astype(out.dtype, copy=False)
+
+
+def _lexicographic_greater(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x > y`` for complex numbers as JAX's max and min compare them: the real parts,
+    then the imaginary parts. They select ``x`` where it holds and ``y`` elsewhere, so of
+    equal numbers (0j and -0j) and where a NaN makes both false, ``y`` wins (NumPy's
+    maximum returns the NaN)."""
+    return (x.real > y.real) | ((x.real == y.real) & (x.imag > y.imag))
 
 
 def _nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -569,10 +583,16 @@ max_p = nary_primitive("max", _max, ANY)
 min_p = nary_primitive("min", _min, ANY)
 atan2_p = nary_primitive("atan2", _atan2, INEXACT)
 nextafter_p = nary_primitive("nextafter", _nextafter, FLOAT)
-complex_p = nary_primitive(
-    "complex", lambda x, y: (x + 1j * y).astype(_complex_of(x.dtype)), ("float32", "float64"),
-    out_dtype=_complex_of,
-)
+def _complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x + iy`` with the parts as given: computing ``x + 1j * y`` would make ``0 * inf``
+    and ``0 * nan`` NaN parts, and turn -0.0 parts into +0.0."""
+    x, y = np.broadcast_arrays(*_as_arrays(x, y))
+    out = np.empty(x.shape, _complex_of(x.dtype))
+    out.real, out.imag = x, y
+    return out
+
+
+complex_p = nary_primitive("complex", _complex, ("float32", "float64"), out_dtype=_complex_of)
 and_p = nary_primitive("and", np.bitwise_and, INT_BOOL)
 or_p = nary_primitive("or", np.bitwise_or, INT_BOOL)
 xor_p = nary_primitive("xor", np.bitwise_xor, INT_BOOL)
@@ -708,6 +728,8 @@ def _integer_pow_kernel(x: np.ndarray, y: int) -> np.ndarray:
     power (``x ** -2`` is ``1 / (x * x)``)."""
     if y == 0:
         return np.ones_like(x)
+    if y == 1:  # x itself, as XLA computes it (x * 1 would turn complex -0j into 0j)
+        return x
     power = np.power(x, y if y > 0 else -y).astype(x.dtype, copy=False)
     return power if y > 0 else (1 / power).astype(x.dtype, copy=False)
 
@@ -743,8 +765,10 @@ def _convert_kernel(x: np.ndarray, new_dtype: np.dtype, weak_type: bool) -> np.n
     if x.dtype.kind == "f" or x.dtype == dtypes.bfloat16:
         if new_dtype.kind in "iu":
             info = np.iinfo(new_dtype)
-            x = np.nan_to_num(x.astype(np.float64), nan=0.0)
-            return np.clip(np.trunc(x), info.min, info.max).astype(new_dtype)
+            x = np.clip(np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0)), info.min, info.max)
+            # a 64-bit maximum is no float64: it rounds up to 2**63 (or 2**64), out of range
+            high = x >= float(info.max)
+            return np.where(high, new_dtype.type(info.max), np.where(high, 0, x).astype(new_dtype))
     if new_dtype == np.bool_:
         return x != 0
     return x.astype(new_dtype)

@@ -658,8 +658,9 @@ def _scatter_rule(name: str, x: ShapedArray, indices: ShapedArray, updates: Shap
 def _run_jaxpr_on_numpy(jaxpr: Jaxpr, consts: Sequence[Any], *args: np.ndarray) -> np.ndarray:
     """Evaluate a small elementwise jaxpr with the primitives' NumPy kernels directly.
 
-    A kernel runs on the device's worker thread, where binding primitives would queue
-    work behind itself; so ``scatter_apply``'s function is computed kernel by kernel.
+    This runs inside a kernel: binding the primitives would dispatch each one as a job
+    (run at once, see ``Device.enqueue``), for nothing; so ``scatter_apply``'s function is
+    computed kernel by kernel.
     """
     env = dict(zip(jaxpr.constvars, map(np.asarray, consts)))
     env.update(zip(jaxpr.invars, args))
@@ -673,6 +674,13 @@ def _run_jaxpr_on_numpy(jaxpr: Jaxpr, consts: Sequence[Any], *args: np.ndarray) 
 
 def _apply_update_jaxpr(out: np.ndarray, index: tuple[np.ndarray, ...], updates: np.ndarray,
                         jaxpr: Jaxpr, consts: tuple) -> None:
+    """``out[i] = f(out[i], u)`` for every update, with ``f`` the jaxpr's function."""
+    _apply_in_order(out, index, updates,
+                    lambda old, new: _run_jaxpr_on_numpy(jaxpr, consts, old, new))
+
+
+def _apply_in_order(out: np.ndarray, index: tuple[np.ndarray, ...], updates: np.ndarray,
+                    f: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
     """``out[i] = f(out[i], u)`` for every update, in order: an element hit twice gets ``f``
     twice. Each round handles at most one update per element, vectorised."""
     flat = np.ravel_multi_index(np.broadcast_arrays(*index), out.shape).ravel()
@@ -686,7 +694,7 @@ def _apply_update_jaxpr(out: np.ndarray, index: tuple[np.ndarray, ...], updates:
     for round_ in range(int(seen.max(initial=-1)) + 1):
         hits = seen == round_
         where = flat[hits]
-        result = _run_jaxpr_on_numpy(jaxpr, consts, target[where], values[hits])
+        result = f(target[where], values[hits])
         target[where] = np.asarray(result).astype(out.dtype, copy=False)
 
 
@@ -710,6 +718,7 @@ def _scatter_kernel(combine: Callable | None, x: np.ndarray, indices: np.ndarray
     updates = updates.reshape(len(starts), 1, *window)
     out = x.copy()
     target = out[None]  # a view: writing into it writes into ``out``
+    combine = _ZEROS_ORDERED.get(combine, combine)
     if combine is not None:
         combine(target, index, updates)
     elif update_jaxpr is not None:
@@ -717,6 +726,36 @@ def _scatter_kernel(combine: Callable | None, x: np.ndarray, indices: np.ndarray
     else:
         target[index] = updates  # with duplicate indices, the last one wins (as XLA on CPU)
     return out
+
+
+def _extremum_at(ufunc: np.ufunc, negative_zero_wins: bool,
+                 kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., None]:
+    """``ufunc.at`` for ``np.maximum`` or ``np.minimum`` with XLA's order of zeros, +0.0
+    above -0.0 (NumPy's returns either zero): an element that ends up zero is the zero
+    that wins if it or any update to it was that zero. Complex numbers are compared as
+    ``kernel`` (lax.max's or lax.min's) compares them, one update after the other: of
+    equal ones the later wins."""
+
+    def at(target: np.ndarray, index: tuple, updates: np.ndarray) -> None:
+        if target.dtype.kind == "c":
+            _apply_in_order(target, index, updates, kernel)
+            return
+        if not elementwise._is_float(target):
+            ufunc.at(target, index, updates)
+            return
+        winner = lambda v: (v == 0) & (np.signbit(v) == negative_zero_wins)
+        wins = winner(target)
+        np.logical_or.at(wins, index, winner(updates))
+        ufunc.at(target, index, updates)
+        target[wins & (target == 0)] = -0.0 if negative_zero_wins else 0.0
+
+    return at
+
+
+# The combiners of scatter-max and scatter-min, also where the mini-XLA's generated code
+# passes NumPy's own (``np.maximum.at``) to this kernel.
+_ZEROS_ORDERED = {np.maximum.at: _extremum_at(np.maximum, False, elementwise.max_p.impl),
+                  np.minimum.at: _extremum_at(np.minimum, True, elementwise.min_p.impl)}
 
 
 def _scatter_primitive(name: str, combine: Callable | None) -> Primitive:

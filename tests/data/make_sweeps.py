@@ -24,7 +24,7 @@ def main() -> None:
     digests = {}
     for dtype in sweeps.DTYPES:
         for name, result in sweeps.jax_results(dtype).items():
-            if sweeps.is_recorded(name):
+            if sweeps.is_recorded(name, dtype):
                 digests[f"{name}-{dtype}"] = sweeps.digest(result)
     out = {"jax_version": jax.__version__, "digests": digests}
     path = pathlib.Path(__file__).with_name("sweeps.json")
