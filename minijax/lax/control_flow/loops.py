@@ -18,7 +18,8 @@ The eager rules below are Python loops that evaluate the body jaxpr; the body's
 operations are dispatched asynchronously as usual, but ``while`` waits for its
 predicate at every iteration. They are the reference: outside this teaching core,
 ``minijax.compiler.eager_loops`` runs eager loops as one compiled program instead (as
-JAX does), falling back on them for bodies with side effects.
+JAX does), falling back on them for bodies with side effects. Each primitive's other
+rules (differentiation, dead-code elimination, lowering) follow its definition.
 """
 
 from __future__ import annotations
