@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from minijax.compiler.jit import jit
+from minijax.interpreters import ad, transpose
 from minijax.jaxpr import ClosedJaxpr, Jaxpr
+from minijax.runtime import _copy_p as device_put_p
 from minijax.shape_dtype import ShapeDtypeStruct
 
 
@@ -74,6 +76,15 @@ def effects_barrier() -> None:
 
     for device in devices():
         device.synchronize()
+
+
+# ``device_put``'s copy to a device is a primitive of the runtime, which sits in the core
+# layer, below the transformations, and so cannot register its rules itself: this module,
+# the lowest above the transformations that deals with where arrays live (``device_get``,
+# ``effects_barrier``), registers them. The copy is the identity on values, so it is
+# linear, and its transpose hands the cotangent back unchanged.
+ad.deflinear(device_put_p)
+transpose.deftranspose(device_put_p, lambda ct, x: [ct])
 
 
 __all__ = ["ShapeDtypeStruct", "device_get", "effects_barrier", "make_jaxpr"]

@@ -24,6 +24,7 @@ from minijax.array import Array
 from minijax.compiler import lowering
 from minijax.compiler.stablehlo import Typed
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import ad
 from minijax.jaxpr import effectful_primitives
 from minijax.lax.elementwise import operand
 from minijax.numpy.promotion import is_arraylike
@@ -69,6 +70,14 @@ debug_print_p.def_impl(_print_impl)
 debug_print_p.def_eager_rule(_print_eager)
 debug_print_p.def_abstract_eval(lambda *avals, **params: [])
 effectful_primitives.add(debug_print_p)
+
+
+def _debug_print_jvp(primals: list, tangents: list, **params: Any) -> tuple[list, list]:
+    """A print shows the primal values, as JAX's does; it has no results, so no tangents."""
+    return debug_print_p.bind(*primals, **params), []
+
+
+ad.jvp_rules[debug_print_p] = _debug_print_jvp
 
 
 def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:  # noqa: A001

@@ -470,6 +470,18 @@ def split_list(values: Sequence[Any], *sizes: int) -> list[list[Any]]:
         start += size
     return [*pieces, list(values[start:])]
 
+def pick(values: Sequence[Any], mask: Sequence[bool], keep: bool = True) -> list[Any]:
+    """The values whose mask entry equals ``keep``: the known operands of an equation,
+    say, or its linear ones."""
+    return [v for v, m in zip(values, mask, strict=True) if m == keep]
+
+def interleave(mask: Sequence[bool], if_true: Sequence[Any], if_false: Sequence[Any]
+               ) -> list[Any]:
+    """Two lists back into one, taking from ``if_true`` where ``mask`` is set: the inverse
+    of :func:`pick` (``interleave(m, pick(v, m), pick(v, m, False)) == v``)."""
+    t, f = iter(if_true), iter(if_false)
+    return [next(t) if m else next(f) for m in mask]
+
 def consts_as_inputs(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
     """Turn the captured constants into leading inputs: ``(jaxpr without consts, consts)``.
 
@@ -478,6 +490,14 @@ def consts_as_inputs(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
     """
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr([], [*j.constvars, *j.invars], j.outvars, j.eqns), []), closed.consts
+
+def inputs_as_consts(closed: ClosedJaxpr, consts: Sequence[Any]) -> ClosedJaxpr:
+    """The inverse of :func:`consts_as_inputs`: a jaxpr whose first inputs stand for
+    ``consts``, closed over those values again (``jit`` keeps its constants inside its
+    body, and :func:`merge_consts` reads them there)."""
+    j = closed.jaxpr
+    n = len(consts)
+    return ClosedJaxpr(Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns), list(consts))
 
 def merge_consts(closed_jaxprs: Sequence[ClosedJaxpr]) -> tuple[list[ClosedJaxpr], list[Any]]:
     """Give several jaxprs (the branches of a ``cond``) one shared list of constants.

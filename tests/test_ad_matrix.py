@@ -10,7 +10,6 @@ the test report as a section).
 
 from __future__ import annotations
 
-import importlib.util
 import types
 
 import pytest
@@ -56,11 +55,10 @@ DELIBERATE_GAPS: dict[tuple[str, str], str] = {
     ("digamma", "transpose"): "not linear in any input",
 }
 
-# The rules of control flow live in minijax/interpreters/control_flow_ad.py (written
-# separately); once that module exists, these primitives must be covered like any other.
-# ``while`` has a transpose rule only to raise JAX's "forward-mode only" error.
-CONTROL_FLOW = {"cond": "control_flow_ad.py", "while": "control_flow_ad.py",
-                "scan": "control_flow_ad.py"}
+# The control-flow primitives are covered like any other (their rules sit beside them in
+# minijax/lax/control_flow/); ``while`` has a transpose rule only to raise JAX's
+# "forward-mode only" error.
+CONTROL_FLOW = ("cond", "while", "scan")
 
 
 def reachable_primitives() -> dict[str, Primitive]:
@@ -83,10 +81,6 @@ def reachable_primitives() -> dict[str, Primitive]:
     return found
 
 
-def _control_flow_ready() -> bool:
-    return importlib.util.find_spec("minijax.interpreters.control_flow_ad") is not None
-
-
 def rule_matrix() -> dict[str, dict[str, bool]]:
     import minijax.autodiff  # noqa: F401  (imports every rule module)
 
@@ -98,8 +92,6 @@ def format_matrix(matrix: dict[str, dict[str, bool]]) -> str:
     def cell(name: str, kind: str) -> str:
         if matrix[name][kind]:
             return "yes"
-        if name in CONTROL_FLOW and not _control_flow_ready():
-            return f"-> {CONTROL_FLOW[name]}"
         reason = DELIBERATE_GAPS.get((name, kind))
         return f"- ({reason})" if reason else "MISSING"
 
@@ -120,7 +112,7 @@ def test_print_rule_matrix(request: pytest.FixtureRequest) -> None:
 def test_no_undocumented_gaps() -> None:
     matrix = rule_matrix()
     missing = [(name, kind) for name, kinds in matrix.items() for kind, has in kinds.items()
-               if not has and name not in CONTROL_FLOW]
+               if not has]
     undocumented = [gap for gap in missing if gap not in DELIBERATE_GAPS]
     assert not undocumented, f"rules missing and not listed in DELIBERATE_GAPS: {undocumented}"
 
@@ -133,9 +125,7 @@ def test_deliberate_gaps_are_real_gaps() -> None:
     assert not stale, f"DELIBERATE_GAPS lists rules that exist or primitives that do not: {stale}"
 
 
-def test_control_flow_is_covered_once_its_module_exists() -> None:
-    if not _control_flow_ready():
-        pytest.skip("minijax/interpreters/control_flow_ad.py does not exist yet")
+def test_control_flow_is_covered() -> None:
     matrix = rule_matrix()
     for name in CONTROL_FLOW:
         assert matrix[name]["jvp"], f"{name} has no JVP rule"

@@ -1,4 +1,4 @@
-"""``jit`` composed with automatic differentiation (``minijax/interpreters/jit_ad.py``).
+"""``jit`` composed with automatic differentiation (the rules in ``minijax/compiler/jit.py``).
 
 * Values: every way of composing jit with jvp, vjp, grad and higher derivatives, with
   control flow on either side of the jit and custom rules inside it, against JAX.

@@ -17,7 +17,6 @@ from minijax.compiler.lowering import (
     Builder,
     RuleContext,
     _region,
-    lower_closed_jaxpr,
     lower_jaxpr_into,
     lowering_rules,
     register,
@@ -26,7 +25,6 @@ from minijax.compiler.lowering import (
 from minijax.compiler.stablehlo import (
     Dense,
     DenseArray,
-    Func,
     Opaque,
     Struct,
     TensorType,
@@ -34,11 +32,8 @@ from minijax.compiler.stablehlo import (
     Value,
 )
 from minijax.interpreters.ad import add_any_p
-from minijax.jaxpr import ClosedJaxpr
 from minijax.lax import linalg as lax_linalg
 from minijax.lax import shapes as lax_shapes
-from minijax.lax.control_flow.conditionals import cond_p
-from minijax.lax.control_flow.loops import scan_p, while_p
 from minijax.lax.elementwise import (
     RoundingMethod,
     abs_p,
@@ -127,7 +122,6 @@ from minijax.lax.reductions import (
 from minijax.lax.shapes import (
     broadcast_in_dim_p,
     concatenate_p,
-    copy_p,
     iota_p,
     pad_p,
     reshape_p,
@@ -418,10 +412,9 @@ def _empty2(ctx: RuleContext, *, dtype: np.dtype, memory_space: Any) -> Value:
     return ctx.b.constant(0, dtype)
 
 
-@register(copy_p, stop_gradient_p)
-def _copy(ctx: RuleContext, x: Value) -> Value:
-    """Arrays are immutable: a copy is the value itself (and gradients are not a concern
-    of the compiled program)."""
+@register(stop_gradient_p)
+def _stop_gradient(ctx: RuleContext, x: Value) -> Value:
+    """The value itself: gradients are not a concern of the compiled program."""
     return x
 
 
@@ -848,121 +841,9 @@ def _top_k(ctx: RuleContext, x: Value, *, k: int, axis: int) -> list[Value]:
     return outs
 
 
-# ---------------------------------------------------------------------------------------
-# Control flow and nested jit
-# ---------------------------------------------------------------------------------------
-
-
-@register(cond_p)
-def _cond(ctx: RuleContext, index: Value, *args: Value, branches: tuple) -> list[Value]:
-    """``stablehlo.case``: one region per branch, each computing from the operands."""
-    b = ctx.b
-    regions = [_region(b, [], lambda r, _, br=branch: lower_closed_jaxpr(r, br, args))
-               for branch in branches]
-    return b.op("stablehlo.case", [index], [tensor_type(a) for a in ctx.avals_out], {},
-                regions).results
-
-
-@register(while_p)
-def _while(ctx: RuleContext, *args: Value, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
-           cond_nconsts: int, body_nconsts: int) -> list[Value]:
-    """``stablehlo.while`` carries everything, the constants of both jaxprs included."""
-    b = ctx.b
-    types = [a.type for a in args]
-
-    def cond(r: Builder, carry: list[Value]) -> list[Value]:
-        return lower_closed_jaxpr(r, cond_jaxpr, carry[:cond_nconsts]
-                                  + carry[cond_nconsts + body_nconsts:])
-
-    def body(r: Builder, carry: list[Value]) -> list[Value]:
-        consts = carry[cond_nconsts:cond_nconsts + body_nconsts]
-        outs = lower_closed_jaxpr(r, body_jaxpr, consts + carry[cond_nconsts + body_nconsts:])
-        return carry[:cond_nconsts + body_nconsts] + outs
-
-    op = b.op("stablehlo.while", args, types, {}, [_region(b, types, cond),
-                                                  _region(b, types, body)])
-    return op.results[cond_nconsts + body_nconsts:]
-
-
 def _int() -> np.dtype:
     """The default integer: int32, or int64 with ``jax_enable_x64``."""
     return dtypes.canonicalize_dtype(np.int64)
-
-
-def _dynamic_index_in_dim(b: Builder, x: TensorType) -> Func:
-    """JAX's jitted helper ``x[i]`` along axis 0 (a private function per type)."""
-
-    def build(f: Builder, args: list[Value]) -> list[Value]:
-        operand, i = args
-        zeros = [f.constant(0, _int()) for _ in x.shape[1:]]
-        piece = f.emit("stablehlo.dynamic_slice", operand, i, *zeros,
-                       type=TensorType((1, *x.shape[1:]), x.dtype), sizes=(1, *x.shape[1:]))
-        return [f.emit("stablehlo.reshape", piece, type=TensorType(x.shape[1:], x.dtype))]
-
-    index = TensorType((), _int())
-    return b.module.function("dynamic_index_in_dim", [x, index], build,
-                             key=("dynamic_index_in_dim", x))
-
-
-def _dynamic_update_index_in_dim(b: Builder, ys: TensorType) -> Func:
-    """JAX's jitted helper ``ys.at[i].set(y)`` along axis 0."""
-
-    def build(f: Builder, args: list[Value]) -> list[Value]:
-        buffer, y, i = args
-        rank = len(ys.shape)
-        y = f.broadcast(y, (1, *ys.shape[1:]), range(1, rank))
-        zeros = [f.constant(0, _int()) for _ in ys.shape[1:]]
-        return [f.emit("stablehlo.dynamic_update_slice", buffer, y, i, *zeros)]
-
-    y_type = TensorType(ys.shape[1:], ys.dtype)
-    index = TensorType((), _int())
-    return b.module.function("dynamic_update_index_in_dim", [ys, y_type, index], build,
-                             key=("dynamic_update_index_in_dim", ys))
-
-
-@register(scan_p)
-def _scan(ctx: RuleContext, *args: Value, jaxpr: ClosedJaxpr, length: int, reverse: bool,
-          unroll: int, num_consts: int, num_carry: int) -> list[Value]:
-    """A ``while`` loop over a counter, as JAX lowers ``scan``: each iteration slices
-    ``x = xs[i]``, calls the body, and writes ``y`` into ``ys[i]`` (``unroll`` is
-    ignored: the loop is never unrolled)."""
-    b = ctx.b
-    consts, carry, xs = (list(args[:num_consts]), list(args[num_consts:num_consts + num_carry]),
-                         list(args[num_consts + num_carry:]))
-    y_avals = jaxpr.out_avals[num_carry:]
-    ys = [b.broadcast(b.constant(0, a.dtype), (length, *a.shape), ()) for a in y_avals]
-    if length == 0:
-        return carry + ys
-    index_dtype = _int()
-    loop_consts = xs + consts
-    types = [v.type for v in loop_consts] + [TensorType((), index_dtype)] \
-        + [v.type for v in carry + ys]
-    n_fixed = len(loop_consts)
-
-    def cond(r: Builder, state: list[Value]) -> list[Value]:
-        return [r.compare(state[n_fixed], r.constant(length, index_dtype), "LT")]
-
-    def body(r: Builder, state: list[Value]) -> list[Value]:
-        i = state[n_fixed]
-        loop_xs, loop_consts_ = state[:len(xs)], state[len(xs):n_fixed]
-        loop_carry = state[n_fixed + 1:n_fixed + 1 + num_carry]
-        loop_ys = state[n_fixed + 1 + num_carry:]
-        index = i
-        if reverse:
-            index = r.emit("stablehlo.subtract", r.constant(length, index_dtype), i)
-            index = r.emit("stablehlo.subtract", index, r.constant(1, index_dtype))
-        x_slices = [r.call(_dynamic_index_in_dim(r, x.type), [x, index])[0] for x in loop_xs]
-        body_func = r.module.jaxpr_function("closed_call", jaxpr)
-        outs = r.call(body_func, loop_consts_ + loop_carry + x_slices)
-        new_ys = [r.call(_dynamic_update_index_in_dim(r, buf.type), [buf, y, index])[0]
-                  for buf, y in zip(loop_ys, outs[num_carry:])]
-        next_i = r.emit("stablehlo.add", i, r.constant(1, index_dtype))
-        return state[:n_fixed] + [next_i] + outs[:num_carry] + new_ys
-
-    init = loop_consts + [b.constant(0, index_dtype)] + carry + ys
-    op = b.op("stablehlo.while", init, types, {}, [_region(b, types, cond),
-                                                  _region(b, types, body)])
-    return op.results[n_fixed + 1:]
 
 
 # reverse mode's sum of two cotangents

@@ -30,6 +30,8 @@ import numpy as np
 from minijax import core, dtypes, errors
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
+from minijax.jaxpr import ClosedJaxpr, consts_as_inputs, eval_closed_jaxpr
+from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------
 # Tangent types and symbolic zeros
@@ -220,6 +222,34 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     finally:
         trace.invalidate()
     return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate_out: Sequence[bool]
+              ) -> tuple[ClosedJaxpr, list[Any], list[bool]]:
+    """The JVP of a jaxpr, as a jaxpr: how the rules of primitives that carry jaxprs
+    (``jit``, ``cond``, the loops) differentiate their bodies.
+
+    It takes the primal inputs and then the tangents of the inputs marked in
+    ``nonzeros``, and returns the primal outputs and then the tangents of the outputs that
+    are not symbolically zero (or are forced by ``instantiate_out``). Returns the jaxpr
+    (without constants), its constants (to pass as leading operands) and which output
+    tangents it returns.
+    """
+    n = len(nonzeros)
+    out_nonzeros: list[bool] = []
+
+    def fun(*args: Any) -> list[Any]:
+        primals, given = args[:n], iter(args[n:])
+        tangents = [next(given) if nz else Zero(tangent_aval(a))
+                    for nz, a in zip(nonzeros, closed.in_avals)]
+        outs, touts = jvp_flat(lambda *xs: eval_closed_jaxpr(closed, *xs), primals, tangents)
+        out_nonzeros[:] = [force or type(t) is not Zero
+                           for t, force in zip(touts, instantiate_out)]
+        return [*outs, *[instantiate(t) for t, nz in zip(touts, out_nonzeros) if nz]]
+
+    tangent_avals = [tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    jaxpr, consts = consts_as_inputs(trace_to_jaxpr(fun, [*closed.in_avals, *tangent_avals]))
+    return jaxpr, consts, out_nonzeros
 
 
 # ---------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import debug, dtypes, lax
+from minijax import dtypes, lax
 from minijax.core import Primitive
 from minijax.interpreters.ad import (
     Zero,
@@ -44,7 +44,6 @@ from minijax.interpreters.ad import (
 from minijax.lax import elementwise as ew
 from minijax.lax import linalg, reductions, shapes, slicing, sorting, special
 from minijax.lax.linalg import matrix_transpose
-from minijax.runtime import _copy_p as device_put_p
 
 Term = Callable[..., Any]  # (tangent, output, *primals, **params) -> tangent contribution
 
@@ -313,8 +312,7 @@ jvp_rules[ew.clamp_p] = _clamp_rule
 
 for _p in (shapes.broadcast_in_dim_p, shapes.reshape_p, shapes.transpose_p, shapes.squeeze_p,
            shapes.rev_p, shapes.pad_p, shapes.concatenate_p, shapes.stack_p, shapes.unstack_p,
-           shapes.split_p, shapes.tile_p, shapes.copy_p, device_put_p,
-           reductions.reduce_sum_p, reductions.cumsum_p):
+           shapes.split_p, shapes.tile_p, reductions.reduce_sum_p, reductions.cumsum_p):
     deflinear(_p)
 
 
@@ -864,16 +862,3 @@ def _top_k_rule(primals: list, tangents: list, *, k: int, axis: int
 
 
 jvp_rules[sorting.top_k_p] = _top_k_rule
-
-
-# ---------------------------------------------------------------------------------------
-# debug.print
-# ---------------------------------------------------------------------------------------
-
-
-def _debug_print_rule(primals: list, tangents: list, **params: Any) -> tuple[list, list]:
-    """A print shows the primal values, as JAX's does; it has no results, so no tangents."""
-    return debug.debug_print_p.bind(*primals, **params), []
-
-
-jvp_rules[debug.debug_print_p] = _debug_print_rule

@@ -14,7 +14,7 @@ output tangents, linear by construction. ``transpose.py`` runs it backwards.
 
 The module also holds jaxpr-level tools: dead-code elimination (:func:`dce_jaxpr`, the
 one every transformation and lowering use) and splitting a jaxpr into a known and an
-unknown part (for the AD of control flow).
+unknown part (for the AD of ``jit`` and control flow).
 """
 
 from __future__ import annotations
@@ -26,8 +26,18 @@ from typing import Any
 
 from minijax import core
 from minijax.core import Primitive, Trace
-from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, has_effects
-from minijax.tracing import JaxprTrace, JaxprTracer
+from minijax.jaxpr import (
+    ClosedJaxpr,
+    Jaxpr,
+    JaxprEqn,
+    Var,
+    consts_as_inputs,
+    eval_closed_jaxpr,
+    has_effects,
+    interleave,
+    pick,
+)
+from minijax.tracing import JaxprTrace, JaxprTracer, trace_to_jaxpr
 
 # primitive -> rule(trace, args, params) for primitives that can do better than being
 # recorded whole when some inputs are known (e.g. cond and scan split their bodies).
@@ -183,6 +193,50 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknown_inputs: Sequence[bool]
     return (ClosedJaxpr(known, closed.consts),
             ClosedJaxpr(unk, [const_values[v] for v in res_consts]),
             unknown_outputs, len(residuals))
+
+
+def partial_eval_jaxpr_nounits(closed: ClosedJaxpr, unknown_inputs: Sequence[bool],
+                               instantiate: Sequence[bool]
+                               ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
+    """Split a jaxpr into a known and an unknown part, by running it under partial
+    evaluation while tracing the known part: how the partial-evaluation rules of
+    primitives that carry jaxprs (``jit``, ``cond``, the loops) split their bodies.
+
+    Returns ``(known, unknown, unknown_outputs, num_residuals)`` like
+    :func:`partial_eval_jaxpr`; unlike it, equations that have their own
+    partial-evaluation rule are split too (a ``cond`` inside a ``scan`` body), and the
+    outputs marked in ``instantiate`` are made unknown even where they could be computed
+    now (branches of a ``cond`` must agree on which outputs are unknown, and so must a
+    loop's carry from one iteration to the next): the known part computes such an output
+    as one more residual, which the unknown part returns.
+
+    How: the known part is traced into a jaxpr; inside that trace, a
+    :class:`PartialEvalTrace` evaluates the jaxpr, handing known operations to the
+    tracing (they become the known jaxpr) and recording unknown ones. The known values
+    the unknown recording captured are the residuals.
+    """
+    known_avals = pick(closed.in_avals, unknown_inputs, keep=False)
+    unknown_avals = pick(closed.in_avals, unknown_inputs)
+    split: dict[str, Any] = {}
+
+    def known_fun(*known_args: Any) -> list[Any]:
+        trace = PartialEvalTrace(core.current_trace())
+        try:
+            unknown_args = [trace.new_arg(a) for a in unknown_avals]
+            with core.set_current_trace(trace):
+                outs = eval_closed_jaxpr(closed, *interleave(unknown_inputs, unknown_args,
+                                                             known_args))
+            out_uk = [trace.is_unknown(o) or force for o, force in zip(outs, instantiate)]
+            split["unknown"] = trace.to_jaxpr(pick(outs, out_uk))
+            split["out_uk"] = out_uk
+        finally:
+            trace.invalidate()
+        return [*pick(outs, out_uk, keep=False), *split["unknown"].consts]
+
+    known = trace_to_jaxpr(known_fun, known_avals)
+    unknown, residuals = consts_as_inputs(split["unknown"])
+    known = dce_jaxpr(known, True, instantiate=True)[0]
+    return known, unknown, split["out_uk"], len(residuals)
 
 
 def _renamed(eqn: JaxprEqn, rename: dict[Var, Var]) -> JaxprEqn:

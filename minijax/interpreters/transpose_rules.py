@@ -31,7 +31,6 @@ from minijax.interpreters.jvp_rules import gather_of_scatter
 from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
 from minijax.lax import elementwise as ew
 from minijax.lax import linalg, reductions, shapes, slicing
-from minijax.runtime import _copy_p as device_put_p
 
 
 def _unbroadcast(ct: Any, aval: Any) -> Any:
@@ -64,8 +63,6 @@ _linear_unary(ew.conj_p, lambda ct, x, input_dtype: (
     lax.conj(ct) if input_dtype.kind == "c" else lax.real(ct)))  # a real x became complex
 _linear_unary(ew.reduce_precision_p, lambda ct, x, **params: ew.reduce_precision_p.bind(
     ct, **params))
-_linear_unary(shapes.copy_p, lambda ct, x: shapes.copy_p.bind(ct))
-_linear_unary(device_put_p, lambda ct, x: ct)
 transpose_rules[ew.stop_gradient_p] = lambda ct, x: [Zero(x.aval)]
 
 

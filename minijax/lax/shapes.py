@@ -20,9 +20,12 @@ import numpy as np
 
 from minijax import core, dtypes, errors
 from minijax.array import is_jax_value
+from minijax.compiler import lowering
+from minijax.compiler.stablehlo import Value
 from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
 from minijax.interpreters import ad
 from minijax.interpreters.partial_eval import PartialEvalTrace
+from minijax.interpreters.transpose import deftranspose
 from minijax.jaxpr import pp_param_rules
 from minijax.lax.elementwise import NUMBER, check_dtype, convert_element_type, operand
 
@@ -637,3 +640,11 @@ empty2_p.def_abstract_eval(lambda *, dtype, memory_space: ShapedArray((), dtype)
 copy_p = Primitive("copy")
 copy_p.def_impl(lambda x: np.array(x, copy=True))
 copy_p.def_abstract_eval(lambda x: x)
+ad.deflinear(copy_p)
+deftranspose(copy_p, lambda ct, x: [copy_p.bind(ct)])
+
+
+@lowering.register(copy_p)
+def _copy_lowering(ctx: lowering.RuleContext, x: Value) -> Value:
+    """Arrays are immutable: a copy is the value itself."""
+    return x

@@ -12,6 +12,10 @@ branch that uses a variable of the enclosing function keeps working under ``jit`
 The rest of this module is shared bookkeeping: the argument names error messages
 mention, the type checks with JAX's messages, and a little jaxpr surgery that JAX does
 to keep loops lean (values a loop body merely passes through are taken out of it).
+
+Invariant kept by every control-flow rule (the derivative rules too): the jaxprs stored
+in control-flow params have no constants of their own. Values a traced body captures
+become leading operands (``consts_as_inputs``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from minijax.core import ShapedArray
 from minijax.dtypes import result_type
+from minijax.interpreters.ad import Zero
 from minijax.lax.elementwise import convert_element_type, operand
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences, tree_flatten
 
@@ -47,6 +52,17 @@ def flatten_operands(tree: Any) -> tuple[list[Any], list[ShapedArray], PyTreeDef
 # ---------------------------------------------------------------------------------------
 
 
+
+
+# ---------------------------------------------------------------------------------------
+# Derivative rules: symbolic zeros
+# ---------------------------------------------------------------------------------------
+
+
+def is_zero(t: Any) -> bool:
+    """Whether a tangent or cotangent is a symbolic zero: a rule passes only the others
+    to the primitive it binds."""
+    return type(t) is Zero
 
 
 # ---------------------------------------------------------------------------------------

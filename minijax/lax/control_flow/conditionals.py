@@ -6,6 +6,7 @@ them all (``branches=(false_jaxpr, true_jaxpr)``); which branch runs is decided 
 by the value of an ``int32`` index. Every branch must therefore return the same types.
 
 Eagerly, the index is known: the ``cond`` primitive simply evaluates the chosen branch.
+Its other rules (differentiation, dead-code elimination, lowering) follow its definition.
 """
 
 from __future__ import annotations
@@ -15,26 +16,44 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes, tracing
+from minijax import core, dtypes, tracing
 from minijax.array import Array
+from minijax.compiler.lowering import (
+    RuleContext,
+    _region,
+    lower_closed_jaxpr,
+    register,
+    tensor_type,
+)
+from minijax.compiler.stablehlo import Value
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import ad
+from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.ad import Zero, instantiate
+from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
 from minijax.jaxpr import (
     ClosedJaxpr,
+    JaxprEqn,
     eval_closed_jaxpr,
     forwarded_inputs,
+    inputs_as_consts,
+    interleave,
     keep_outputs,
     merge_consts,
+    pick,
+    split_list,
 )
 from minijax.lax.control_flow.common import (
     cast_to,
     flatten_operands,
+    is_zero,
     listing,
     mismatch_reason,
     typematch,
 )
 from minijax.lax.elementwise import clamp, convert_element_type, ne
-from minijax.lax.shapes import full_like
-from minijax.tracing import DebugInfo, trace_function
+from minijax.lax.shapes import MemorySpace, broadcast_in_dim, empty2_p, full_like
+from minijax.tracing import DebugInfo, trace_function, trace_to_jaxpr
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences
 
 __all__ = ["cond", "cond_p", "switch"]
@@ -66,6 +85,181 @@ def _cond_eager(index: Array, *args: Any, branches: tuple[ClosedJaxpr, ...]) -> 
 cond_p = Primitive("cond", multiple_results=True)
 cond_p.def_abstract_eval(_cond_rule)
 cond_p.def_eager_rule(_cond_eager)
+
+
+# ---------------------------------------------------------------------------------------
+# cond's rules: JVP, transpose, partial evaluation, DCE, lowering
+# ---------------------------------------------------------------------------------------
+# Each rule transforms every branch, as a jaxpr, and binds one ``cond`` of the results:
+# the JVP of a ``cond`` is a ``cond`` of the branches' JVPs, and the transpose of a linear
+# ``cond`` a ``cond`` of the transposed branches. Partial evaluation (the first half of
+# reverse mode) splits each branch into a known half, run now, that also returns the
+# *residuals* its unknown half needs, and the unknown half, recorded; each branch needs
+# different residuals, so they are given common slots.
+
+
+def _cond_jvp(primals: list, tangents: list, *, branches: tuple[ClosedJaxpr, ...]
+              ) -> tuple[list, list]:
+    """Run the JVP of every branch under one ``cond``: operands, then non-zero tangents."""
+    index, *ops = primals
+    nonzeros = [not is_zero(t) for t in tangents[1:]]
+    out_nz = [False] * len(branches[0].out_avals)
+    for branch in branches:  # an output tangent is non-zero if it is in any branch
+        out_nz = [a or b for a, b in zip(out_nz, ad.jvp_jaxpr(branch, nonzeros, out_nz)[2])]
+    traced = [ad.jvp_jaxpr(branch, nonzeros, out_nz) for branch in branches]
+    jaxprs, consts = merge_consts([inputs_as_consts(j, c) for j, c, _ in traced])
+    given = [t for t in tangents[1:] if not is_zero(t)]
+    outs = cond_p.bind(index, *consts, *ops, *given, branches=tuple(jaxprs))
+    primals_out, tangents_out = split_list(outs, len(out_nz))
+    zeros = [Zero.like(p) for p in primals_out]
+    return primals_out, interleave(out_nz, tangents_out, pick(zeros, out_nz, keep=False))
+
+
+ad.jvp_rules[cond_p] = _cond_jvp
+
+
+def _cond_transpose(cts: list, index: Any, *ops: Any, branches: tuple[ClosedJaxpr, ...]
+                    ) -> list[Any]:
+    """A ``cond`` of the transposed branches: from residuals and output cotangents to the
+    cotangents of the linear operands."""
+    linear = [is_undefined(x) for x in ops]
+    residuals = pick(ops, linear, keep=False)
+    given = [ct for ct in cts if not is_zero(ct)]
+    ct_mask = [not is_zero(ct) for ct in cts]
+
+    def transposed(branch: ClosedJaxpr) -> ClosedJaxpr:
+        def fun(*args: Any) -> list[Any]:
+            res, ct_values = split_list(args, len(residuals))
+            ct_out = interleave(ct_mask, ct_values, pick(cts, ct_mask, keep=False))
+            inputs = interleave(linear, [None] * len(linear), res)
+            cts_in = backward_pass(branch.jaxpr, branch.consts, linear, inputs, ct_out)
+            return [instantiate(ct) for ct in pick(cts_in, linear)]
+
+        return trace_to_jaxpr(fun, [core.get_aval(x) for x in [*residuals, *given]])
+
+    jaxprs, consts = merge_consts([transposed(b) for b in branches])
+    outs = cond_p.bind(index, *consts, *residuals, *given, branches=tuple(jaxprs))
+    return [None, *interleave(linear, outs, [None] * len(ops))]
+
+
+transpose_rules[cond_p] = _cond_transpose
+
+
+def _placeholder(aval: ShapedArray) -> Any:
+    """A value of ``aval``'s shape and dtype that nobody will read (zeros, in fact): an
+    ``empty2`` scalar, broadcast. ``cond``'s partial evaluation fills a branch's residual
+    slots with these where another branch has the residuals, as JAX does."""
+    x = empty2_p.bind(dtype=aval.dtype, memory_space=MemorySpace.Device)
+    return broadcast_in_dim(x, aval.shape, ()) if aval.shape else x
+
+
+def _residual_slots(per_branch: list[list[ShapedArray]]) -> tuple[list[ShapedArray],
+                                                                 list[list[int]]]:
+    """Give the residuals of all branches common slots: a branch's residual takes the
+    first free slot of its type, so branches share slots where they can (as in JAX).
+    Returns the slots' types and, for each branch, the slot of each of its residuals."""
+    slots: list[ShapedArray] = []
+    assignments = []
+    for avals in per_branch:
+        used: set[int] = set()
+        mine = []
+        for aval in avals:
+            slot = next((i for i, s in enumerate(slots) if s == aval and i not in used), None)
+            if slot is None:
+                slot = len(slots)
+                slots.append(aval)
+            used.add(slot)
+            mine.append(slot)
+        assignments.append(mine)
+    return slots, assignments
+
+
+def _known_branch(known: ClosedJaxpr, n_out: int, slots: list[ShapedArray],
+                  mine: list[int]) -> ClosedJaxpr:
+    """A known branch returning its outputs, then every residual slot: its own residuals
+    in its slots, placeholders in the others. Like JAX, it makes a placeholder for every
+    slot; those it does not return stay in its jaxpr unread (jit's dead-code elimination
+    removes them before lowering)."""
+    def fun(*args: Any) -> list[Any]:
+        outs, residuals = split_list(eval_closed_jaxpr(known, *args), n_out)
+        values = [_placeholder(a) for a in slots]
+        for slot, r in zip(mine, residuals):
+            values[slot] = r
+        return [*outs, *values]
+
+    return trace_to_jaxpr(fun, known.in_avals)
+
+
+def _unknown_branch(unknown: ClosedJaxpr, num_res: int, slots: list[ShapedArray],
+                    mine: list[int]) -> ClosedJaxpr:
+    """An unknown branch that takes every residual slot and reads its own."""
+    def fun(*args: Any) -> list[Any]:
+        all_slots, ops = split_list(args, len(slots))
+        return eval_closed_jaxpr(unknown, *[all_slots[s] for s in mine], *ops)
+
+    return trace_to_jaxpr(fun, [*slots, *unknown.in_avals[num_res:]])
+
+
+def _cond_partial_eval(trace: pe.PartialEvalTrace, args: tuple, params: dict) -> list[Any]:
+    """Known index: run the known half of the branches now (also returning residuals) and
+    record a ``cond`` of the unknown halves on the residuals and the unknown operands."""
+    index, *ops = args
+    branches = params["branches"]
+    if trace.is_unknown(index):
+        return trace.record(cond_p, args, params)
+    unknown = [trace.is_unknown(x) for x in ops]
+    out_uk = [False] * len(branches[0].out_avals)
+    for branch in branches:
+        out_uk = [a or b for a, b in
+                  zip(out_uk, pe.partial_eval_jaxpr_nounits(branch, unknown, out_uk)[2])]
+    splits = [pe.partial_eval_jaxpr_nounits(branch, unknown, out_uk) for branch in branches]
+    n_known_out = out_uk.count(False)
+    slots, assignments = _residual_slots(
+        [k.out_avals[n_known_out:] for k, _, _, _ in splits])
+
+    known_branches, known_consts = merge_consts([
+        _known_branch(k, n_known_out, slots, mine) for (k, _, _, _), mine in zip(splits,
+                                                                                assignments)])
+    with core.set_current_trace(trace.parent):
+        known_outs = cond_p.bind(index, *known_consts, *pick(ops, unknown, keep=False),
+                                 branches=tuple(known_branches))
+    known_outs, residuals = split_list(known_outs, n_known_out)
+
+    unknown_branches, unknown_consts = merge_consts([
+        _unknown_branch(u, n, slots, mine) for (_, u, _, n), mine in zip(splits, assignments)])
+    unknown_outs = trace.record(cond_p, [index, *unknown_consts, *residuals,
+                                         *pick(ops, unknown)],
+                                dict(branches=tuple(unknown_branches)))
+    return interleave(out_uk, unknown_outs, known_outs)
+
+
+pe.partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+def _cond_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
+    """Every branch without the unused outputs; an operand stays if any branch reads it
+    (so each branch is cut twice: to learn what it reads, then keeping those operands)."""
+    branches = eqn.params["branches"]
+    reads = [pe.dce_jaxpr(b, used_outputs)[1] for b in branches]
+    used = [any(flags) for flags in zip(*reads, strict=True)]
+    branches = tuple(pe.dce_jaxpr(b, used_outputs, instantiate=used)[0] for b in branches)
+    index, *ops = eqn.invars
+    return JaxprEqn(cond_p, [index, *pick(ops, used)], pick(eqn.outvars, used_outputs),
+                    dict(eqn.params, branches=branches), eqn.source_info)
+
+
+pe.dce_rules[cond_p] = _cond_dce
+
+
+@register(cond_p)
+def _cond_lowering(ctx: RuleContext, index: Value, *args: Value, branches: tuple
+                   ) -> list[Value]:
+    """``stablehlo.case``: one region per branch, each computing from the operands."""
+    b = ctx.b
+    regions = [_region(b, [], lambda r, _, br=branch: lower_closed_jaxpr(r, br, args))
+               for branch in branches]
+    return b.op("stablehlo.case", [index], [tensor_type(a) for a in ctx.avals_out], {},
+                regions).results
 
 
 def _bind_cond(index: Any, jaxprs: Sequence[ClosedJaxpr], inputs: list[Any],

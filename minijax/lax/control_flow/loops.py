@@ -18,7 +18,8 @@ The eager rules below are Python loops that evaluate the body jaxpr; the body's
 operations are dispatched asynchronously as usual, but ``while`` waits for its
 predicate at every iteration. They are the reference: outside this teaching core,
 ``minijax.compiler.eager_loops`` runs eager loops as one compiled program instead (as
-JAX does), falling back on them for bodies with side effects.
+JAX does), falling back on them for bodies with side effects. Each primitive's other
+rules (differentiation, dead-code elimination, lowering) follow its definition.
 """
 
 from __future__ import annotations
@@ -29,27 +30,39 @@ from typing import Any
 import numpy as np
 
 from minijax import core, dtypes, errors
+from minijax.compiler.lowering import Builder, RuleContext, _region, lower_closed_jaxpr, register
+from minijax.compiler.stablehlo import Func, TensorType, Value
 from minijax.core import Primitive, ShapedArray
-from minijax.interpreters.partial_eval import dce_jaxpr
+from minijax.interpreters import ad
+from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.ad import Zero, instantiate, tangent_aval
+from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
 from minijax.jaxpr import (
     ClosedJaxpr,
+    Jaxpr,
+    JaxprEqn,
+    Var,
     consts_as_inputs,
     eval_closed_jaxpr,
     forwarded_inputs,
+    has_effects,
+    interleave,
     keep_outputs,
     move_inputs_to_front,
+    pick,
     split_list,
 )
 from minijax.lax.control_flow.common import (
     cast_to,
     check_carry_type,
     flatten_operands,
+    is_zero,
     promote_weak_inputs,
     typematch,
 )
 from minijax.lax.elementwise import add, convert_element_type, lt
 from minijax.lax.shapes import broadcast_in_dim, full_like, stack, unstack
-from minijax.tracing import DebugInfo, argument_names, trace_function
+from minijax.tracing import DebugInfo, argument_names, trace_function, trace_to_jaxpr
 from minijax.tree_util import PyTreeDef
 
 __all__ = ["fori_loop", "map", "scan", "scan_p", "while_loop", "while_p"]
@@ -69,6 +82,46 @@ def _restore_passed_through(moved: Sequence[bool], outs: Sequence[Any],
     """Put the values a loop body passed through back among the loop's outputs."""
     outs, passed = iter(outs), iter(passed)
     return [next(passed) if m else next(outs) for m in moved]
+
+
+def _regroup(closed: ClosedJaxpr, in_groups: Sequence[int], in_order: Sequence[int],
+             out_groups: Sequence[int] = (), out_order: Sequence[int] = ()) -> ClosedJaxpr:
+    """Reorder a jaxpr's inputs (and outputs): cut them into groups of the given sizes
+    and put the groups in the given order. Loop primitives want their operands grouped
+    as constants, carry, xs; a JVP jaxpr comes as primals, then tangents."""
+    def reorder(items: list, groups: Sequence[int], order: Sequence[int]) -> list:
+        if not groups:
+            return items
+        pieces = split_list(items, *groups)
+        return [x for i in order for x in pieces[i]]
+
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, reorder(j.invars, in_groups, in_order),
+                             reorder(j.outvars, out_groups, out_order), j.eqns), closed.consts)
+
+
+def _loop_jvp_fixed_point(body: ClosedJaxpr, const_nz: list[bool], carry_nz: list[bool],
+                          xs_nz: list[bool]) -> tuple[ClosedJaxpr, list[Any], list[bool],
+                                                       list[bool]]:
+    """The JVP of a loop body (inputs: consts, carry, xs; outputs: carry, ys) once the set
+    of carries with non-zero tangents has stopped growing: a carry whose tangent is zero
+    on entry may stop being zero after one iteration. Returns the jaxpr, its constants,
+    the carry mask and the mask of non-zero ``ys`` tangents."""
+    num_carry = len(carry_nz)
+    num_ys = len(body.out_avals) - num_carry
+    while True:
+        jaxpr, consts, out_nz = ad.jvp_jaxpr(body, const_nz + carry_nz + xs_nz,
+                                             carry_nz + [False] * num_ys)
+        carry_out_nz, ys_nz = split_list(out_nz, num_carry)
+        if carry_out_nz == carry_nz:
+            return jaxpr, consts, carry_nz, ys_nz
+        carry_nz = [a or b for a, b in zip(carry_nz, carry_out_nz)]
+
+
+def _index_dtype() -> np.dtype:
+    """The type of a loop's counter in StableHLO: the default integer, int32 (int64 with
+    ``jax_enable_x64``)."""
+    return dtypes.canonicalize_dtype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------
@@ -96,6 +149,118 @@ def _while_eager(*args: Any, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
 while_p = Primitive("while", multiple_results=True)
 while_p.def_abstract_eval(_while_rule)
 while_p.def_eager_rule(_while_eager)
+
+
+# while's rules: JVP, transpose, partial evaluation, lowering. A while loop is forward
+# mode only: it has no fixed trip count, so it cannot be transposed (reverse mode refuses
+# it, as JAX does).
+
+
+def _while_jvp(primals: list, tangents: list, *, cond_jaxpr: ClosedJaxpr,
+               body_jaxpr: ClosedJaxpr, cond_nconsts: int, body_nconsts: int
+               ) -> tuple[list, list]:
+    """One ``while`` carrying primals and tangents; the condition ignores the tangents."""
+    cond_consts, body_consts, carry = split_list(primals, cond_nconsts, body_nconsts)
+    _, body_dots, carry_dots = split_list(tangents, cond_nconsts, body_nconsts)
+    const_nz = [not is_zero(t) for t in body_dots]
+    carry_nz = [not is_zero(t) for t in carry_dots]
+    body, consts, carry_nz, _ = _loop_jvp_fixed_point(body_jaxpr, const_nz, carry_nz, [])
+    nc, nb, nk = len(consts), len(body_consts), len(carry)
+    body = _regroup(body, (nc, nb, nk, const_nz.count(True)), (0, 1, 3, 2, 4))
+    cj = cond_jaxpr.jaxpr
+    tangent_vars = [Var(tangent_aval(a)) for a in pick(body_jaxpr.in_avals[nb:], carry_nz)]
+    cond = ClosedJaxpr(Jaxpr(cj.constvars, [*cj.invars, *tangent_vars], cj.outvars, cj.eqns),
+                       cond_jaxpr.consts)
+    carry_dots = [instantiate(t) for t in pick(carry_dots, carry_nz)]
+    outs = while_p.bind(*cond_consts, *consts, *body_consts, *pick(body_dots, const_nz),
+                        *carry, *carry_dots, cond_jaxpr=cond, body_jaxpr=body,
+                        cond_nconsts=cond_nconsts,
+                        body_nconsts=nc + nb + const_nz.count(True))
+    primals_out, tangents_out = split_list(outs, nk)
+    zeros = [Zero.like(p) for p in primals_out]
+    return primals_out, interleave(carry_nz, tangents_out, pick(zeros, carry_nz, keep=False))
+
+
+ad.jvp_rules[while_p] = _while_jvp
+
+
+def _while_transpose(cts: list, *args: Any, **params: Any) -> list[Any]:
+    raise ValueError(
+        "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
+        "with dynamic start/stop values. Try using lax.scan, or using fori_loop with "
+        "static start/stop.")
+
+
+transpose_rules[while_p] = _while_transpose
+
+
+def _fresh(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """A copy with new variables, for a jaxpr cut from one that is also kept: variables
+    are named by identity when printed, so two jaxprs should not share any."""
+    return trace_to_jaxpr(lambda *args: eval_closed_jaxpr(closed, *args), closed.in_avals)
+
+
+def _while_partial_eval(trace: pe.PartialEvalTrace, args: tuple, params: dict) -> list[Any]:
+    """Run the known carries now with a smaller loop; record the whole loop for the rest.
+
+    The recorded loop recomputes the known carries (the primals a tangent needs at each
+    iteration): no residuals are saved, which is why it can be evaluated (forward mode,
+    ``linearize``) but never transposed.
+    """
+    cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
+    cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
+    unknown = [trace.is_unknown(x) for x in args]
+    cond_uk, const_uk, carry_uk = split_list(unknown, cond_nconsts, body_nconsts)
+    while True:
+        known, _, out_uk, num_res = pe.partial_eval_jaxpr_nounits(
+            body_jaxpr, const_uk + carry_uk, carry_uk)
+        if out_uk == carry_uk:
+            break
+        carry_uk = [a or b for a, b in zip(carry_uk, out_uk)]
+    everything = trace.record(while_p, args, params)
+    pred_uk = pe.partial_eval_jaxpr(cond_jaxpr, cond_uk + carry_uk)[2][0]
+    if pred_uk or all(carry_uk):  # nothing can run now
+        return everything
+    body = pe.dce_jaxpr(known, [True] * carry_uk.count(False) + [False] * num_res,
+                        instantiate=True)[0]
+    cj = cond_jaxpr.jaxpr
+    cond = Jaxpr(cj.constvars, [*cj.invars[:cond_nconsts],
+                                *pick(cj.invars[cond_nconsts:], carry_uk, keep=False)],
+                 cj.outvars, cj.eqns)
+    cond_consts, body_consts, carry = split_list(args, cond_nconsts, body_nconsts)
+    with core.set_current_trace(trace.parent):
+        known_outs = while_p.bind(
+            *cond_consts, *pick(body_consts, const_uk, keep=False),
+            *pick(carry, carry_uk, keep=False),
+            cond_jaxpr=_fresh(ClosedJaxpr(cond, cond_jaxpr.consts)),
+            body_jaxpr=_fresh(body), cond_nconsts=cond_nconsts,
+            body_nconsts=const_uk.count(False))
+    return interleave(carry_uk, pick(everything, carry_uk), known_outs)
+
+
+pe.partial_eval_rules[while_p] = _while_partial_eval
+
+
+@register(while_p)
+def _while_lowering(ctx: RuleContext, *args: Value, cond_jaxpr: ClosedJaxpr,
+                    body_jaxpr: ClosedJaxpr, cond_nconsts: int, body_nconsts: int
+                    ) -> list[Value]:
+    """``stablehlo.while`` carries everything, the constants of both jaxprs included."""
+    b = ctx.b
+    types = [a.type for a in args]
+
+    def cond(r: Builder, carry: list[Value]) -> list[Value]:
+        return lower_closed_jaxpr(r, cond_jaxpr, carry[:cond_nconsts]
+                                  + carry[cond_nconsts + body_nconsts:])
+
+    def body(r: Builder, carry: list[Value]) -> list[Value]:
+        consts = carry[cond_nconsts:cond_nconsts + body_nconsts]
+        outs = lower_closed_jaxpr(r, body_jaxpr, consts + carry[cond_nconsts + body_nconsts:])
+        return carry[:cond_nconsts + body_nconsts] + outs
+
+    op = b.op("stablehlo.while", args, types, {}, [_region(b, types, cond),
+                                                  _region(b, types, body)])
+    return op.results[cond_nconsts + body_nconsts:]
 
 
 def _trace_while(cond_fun: Callable, body_fun: Callable, carry: Any,
@@ -141,8 +306,8 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any,
     # a constant of the loop: JAX makes it a body constant (so vmap need not batch it).
     nb = len(body_consts)
     passed = [f == nb + i for i, f in enumerate(forwarded_inputs(body_jaxpr.jaxpr))]
-    pruned_cond, kept = dce_jaxpr(cond_jaxpr, True,
-                                  [True] * len(cond_consts) + [not p for p in passed])
+    pruned_cond, kept = pe.dce_jaxpr(cond_jaxpr, True,
+                                     [True] * len(cond_consts) + [not p for p in passed])
     moved = [not k for k in kept[len(cond_consts):]]
     passed = [x for x, m in zip(init, moved) if m]
     if passed:
@@ -204,6 +369,295 @@ def _stack(values: list[Any], aval: ShapedArray) -> Any:
 scan_p = Primitive("scan", multiple_results=True)
 scan_p.def_abstract_eval(_scan_rule)
 scan_p.def_eager_rule(_scan_eager)
+
+
+# scan's rules: JVP, transpose, partial evaluation, DCE, lowering. The JVP is one scan
+# whose carry holds primals and tangents. A fixed trip count is what makes a scan
+# transposable: the transpose of a linear scan is a scan of the transposed body run in
+# the opposite direction, carrying the cotangent of the carry and accumulating the
+# cotangents of the loop's constants. Partial evaluation splits the loop in two: the
+# known loop emits one residual per iteration as an extra stacked output, and the
+# unknown loop consumes them as ``xs``.
+
+
+def _scan_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, length: int,
+              reverse: bool, unroll: int, num_consts: int, num_carry: int
+              ) -> tuple[list, list]:
+    """One ``scan`` whose consts, carry and xs each hold primals, then non-zero tangents."""
+    consts, carry, xs = split_list(primals, num_consts, num_carry)
+    const_dots, carry_dots, xs_dots = split_list(tangents, num_consts, num_carry)
+    const_nz, carry_nz, xs_nz = ([not is_zero(t) for t in group]
+                                 for group in (const_dots, carry_dots, xs_dots))
+    body, body_consts, carry_nz, ys_nz = _loop_jvp_fixed_point(jaxpr, const_nz, carry_nz,
+                                                               xs_nz)
+    nb, nys, n_carry_dots = len(body_consts), len(ys_nz), carry_nz.count(True)
+    # inputs (body consts, consts, carry, xs, their tangents) and outputs (carry, ys,
+    # their tangents), put in the layout scan wants: consts, carry, xs / carry, ys
+    body = _regroup(body, (nb, num_consts, num_carry, len(xs), const_nz.count(True),
+                           n_carry_dots), (0, 1, 4, 2, 5, 3, 6),
+                    (num_carry, nys, n_carry_dots), (0, 2, 1, 3))
+    carry_dots = [instantiate(t) for t in pick(carry_dots, carry_nz)]
+    outs = scan_p.bind(*body_consts, *consts, *pick(const_dots, const_nz), *carry,
+                       *carry_dots, *xs, *pick(xs_dots, xs_nz), jaxpr=body, length=length,
+                       reverse=reverse, unroll=unroll,
+                       num_consts=nb + num_consts + const_nz.count(True),
+                       num_carry=num_carry + n_carry_dots)
+    carry_out, carry_dots_out, ys, ys_dots = split_list(outs, num_carry, n_carry_dots, nys)
+    zeros = [Zero.like(p) for p in [*carry_out, *ys]]
+    nonzeros = carry_nz + ys_nz
+    return [*carry_out, *ys], interleave(nonzeros, carry_dots_out + ys_dots,
+                                         pick(zeros, nonzeros, keep=False))
+
+
+ad.jvp_rules[scan_p] = _scan_jvp
+
+
+def _zeros(aval: ShapedArray) -> Any:
+    """Zeros of exactly ``aval`` (weak type included), with the current trace."""
+    return broadcast_in_dim(convert_element_type(0, aval.dtype, aval.weak_type), aval.shape, ())
+
+
+def _slice_aval(x: Any) -> ShapedArray:
+    """The type of one iteration's slice of a stacked value."""
+    aval = core.get_aval(x)
+    return aval.update(shape=aval.shape[1:])
+
+
+def _scan_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, length: int, reverse: bool,
+                    unroll: int, num_consts: int, num_carry: int) -> list[Any]:
+    """The transposed body, scanned in the opposite direction.
+
+    Its carry holds the running sum of the cotangents of the linear consts, then the
+    cotangent of the carry; its xs are the cotangents of the ``ys``, then the residual
+    ``xs``; its ``ys`` are the cotangents of the linear ``xs``. Every carry is treated as
+    linear (a linear scan's carry is a tangent). As in JAX, the body sees the carry with
+    the type of the cotangent given for it, which need not be the carry's own (a Python
+    float makes a weakly typed carry; its cotangent usually is not): so transposing the
+    body adds no conversions to the carry's weak type.
+    """
+    consts, carry, xs = split_list(args, num_consts, num_carry)
+    const_lin, xs_lin = [is_undefined(c) for c in consts], [is_undefined(x) for x in xs]
+    res_consts, res_xs = pick(consts, const_lin, keep=False), pick(xs, xs_lin, keep=False)
+    ct_carry, ct_ys = split_list(cts, num_carry)
+    ct_carry = [_zeros(ct.aval) if is_zero(ct) else ct for ct in ct_carry]
+    ys_mask = [not is_zero(ct) for ct in ct_ys]
+    y_avals = jaxpr.out_avals[num_carry:]
+    sums = [_zeros(c.aval) for c in pick(consts, const_lin)]
+    linear = const_lin + [True] * num_carry + xs_lin
+
+    def body(*values: Any) -> list[Any]:
+        rc, acc, ctc, cty, rx = split_list(values, len(res_consts), len(sums), num_carry,
+                                       ys_mask.count(True))
+        inputs = [*interleave(const_lin, [None] * len(consts), rc), *[None] * num_carry,
+                  *interleave(xs_lin, [None] * len(xs), rx)]
+        ct_out = [*ctc, *interleave(ys_mask, cty,
+                                    [Zero(a) for a in pick(y_avals, ys_mask, keep=False)])]
+        # The linear consts' cotangents are added to the running sums as they arrive.
+        starts = [*interleave(const_lin, acc, [None] * len(rc)),
+                  *[Zero(core.get_aval(c)) for c in ctc]]
+        ct_consts, ct_carry_in, ct_xs = split_list(
+            backward_pass(jaxpr.jaxpr, jaxpr.consts, linear, inputs, ct_out, starts),
+            num_consts, num_carry)
+        return [instantiate(ct) for ct in
+                [*pick(ct_consts, const_lin), *ct_carry_in, *pick(ct_xs, xs_lin)]]
+
+    given_ys = pick(ct_ys, ys_mask)
+    avals = [core.get_aval(v) for v in [*res_consts, *sums, *ct_carry]]
+    avals += [_slice_aval(v) for v in [*given_ys, *res_xs]]
+    body_jaxpr, body_consts = consts_as_inputs(trace_to_jaxpr(body, avals))
+    outs = scan_p.bind(*body_consts, *res_consts, *sums, *ct_carry, *given_ys, *res_xs,
+                       jaxpr=body_jaxpr, length=length, reverse=not reverse, unroll=unroll,
+                       num_consts=len(body_consts) + len(res_consts),
+                       num_carry=len(sums) + num_carry)
+    ct_consts, ct_carry, ct_xs = split_list(outs, len(sums), num_carry)
+    return [*interleave(const_lin, ct_consts, [None] * len(consts)),
+            *[ct if is_undefined(c) else None for ct, c in zip(ct_carry, carry)],
+            *interleave(xs_lin, ct_xs, [None] * len(xs))]
+
+
+transpose_rules[scan_p] = _scan_transpose
+
+
+def _scan_partial_eval(trace: pe.PartialEvalTrace, args: tuple, params: dict) -> list[Any]:
+    """Split the loop in two: a known scan, run now, that also stacks the residuals of
+    every iteration as extra ``ys``; and an unknown scan, recorded, that reads them as
+    ``xs``. As in JAX, residuals that depend on the known consts alone are computed once,
+    before the loop (:func:`_hoist`), and become consts of the unknown scan; a residual
+    that is simply a known ``xs`` operand is passed on as it is instead of being stacked."""
+    jaxpr, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
+    unknown = [trace.is_unknown(x) for x in args]
+    if all(unknown):
+        return trace.record(scan_p, args, params)
+    const_uk, carry_uk, xs_uk = split_list(unknown, num_consts, num_carry)
+    num_ys = len(jaxpr.out_avals) - num_carry
+    while True:  # an unknown carry makes the carries it feeds unknown: iterate
+        known, unk, out_uk, num_res = pe.partial_eval_jaxpr_nounits(
+            jaxpr, const_uk + carry_uk + xs_uk, carry_uk + [False] * num_ys)
+        if out_uk[:num_carry] == carry_uk:
+            break
+        carry_uk = [a or b for a, b in zip(carry_uk, out_uk)]
+    in_uk = const_uk + carry_uk + xs_uk
+    known_consts, known_carry, known_xs = split_list(pick(args, in_uk, keep=False),
+                                                     const_uk.count(False),
+                                                     carry_uk.count(False))
+    n_known_out = len(known.out_avals) - num_res
+    with core.set_current_trace(trace.parent):
+        invariant, invariant_values, loop, loop_consts = _hoist(known, known_consts,
+                                                                n_known_out)
+
+    # where each loop-dependent residual comes from: a known xs operand (passed on), or
+    # the known loop's body (one value per iteration, stacked)
+    body = loop.jaxpr
+    loop_res = body.outvars[n_known_out:]
+    first_xs = len(loop_consts) + len(known_carry)
+    position = {v: i - first_xs for i, v in enumerate(body.invars) if i >= first_xs}
+    which_xs = [position.get(r, -1) if type(r) is Var else -1 for r in loop_res]
+    stacked = [i < 0 for i in which_xs]
+    body = Jaxpr(body.constvars, body.invars,
+                 [*body.outvars[:n_known_out], *pick(loop_res, stacked)], body.eqns)
+    with core.set_current_trace(trace.parent):
+        outs = scan_p.bind(*loop_consts, *known_carry, *known_xs,
+                           jaxpr=ClosedJaxpr(body, loop.consts), length=params["length"],
+                           reverse=params["reverse"], unroll=params["unroll"],
+                           num_consts=len(loop_consts), num_carry=len(known_carry))
+    known_outs, stacked_values = split_list(outs, n_known_out)
+    stacked_values = iter(stacked_values)
+    per_iteration = [known_xs[i] if i >= 0 else next(stacked_values) for i in which_xs]
+    res_values = interleave(invariant, invariant_values, per_iteration)
+
+    u = unk.jaxpr
+    res_vars, unknown_in = split_list(u.invars, num_res)
+    n_uc = const_uk.count(True)
+    body = Jaxpr(u.constvars, [*pick(res_vars, invariant), *unknown_in,
+                               *pick(res_vars, invariant, keep=False)], u.outvars, u.eqns)
+    unknown_outs = trace.record(
+        scan_p, [*pick(res_values, invariant), *pick(args, in_uk),
+                 *pick(res_values, invariant, keep=False)],
+        dict(params, jaxpr=ClosedJaxpr(body, unk.consts),
+             num_consts=invariant.count(True) + n_uc, num_carry=carry_uk.count(True)))
+    return interleave(out_uk, unknown_outs, known_outs)
+
+
+def _hoist(known: ClosedJaxpr, consts: list[Any], n_out: int
+           ) -> tuple[list[bool], list[Any], ClosedJaxpr, list[Any]]:
+    """Split the known loop body (inputs: consts, carry, xs; outputs: ``n_out`` outputs,
+    then residuals) into what depends on the consts alone, computed here once, and the
+    loop. Returns which residuals are loop-invariant, their values, the loop's body and
+    the consts the loop's body takes (values computed here). A body with side effects
+    is left whole: its effects must happen once per iteration."""
+    n_res = len(known.out_avals) - n_out
+    if has_effects(known.jaxpr):
+        return [False] * n_res, [], known, consts
+    n_loop_in = len(known.in_avals) - len(consts)
+    hoist, loop, loop_dependent, _ = pe.partial_eval_jaxpr_nounits(
+        known, [False] * len(consts) + [True] * n_loop_in, [True] * n_out + [False] * n_res)
+    values = eval_closed_jaxpr(hoist, *consts)
+    invariant = [not d for d in loop_dependent[n_out:]]
+    invariant_values, loop_consts = split_list(values, invariant.count(True))
+    return invariant, invariant_values, loop, loop_consts
+
+
+pe.partial_eval_rules[scan_p] = _scan_partial_eval
+
+
+def _scan_dce(eqn: JaxprEqn, used_outputs: list[bool]) -> JaxprEqn:
+    """The loop without unused ``ys`` and carries. A carry stays if it is used after the
+    loop or its value feeds a carry that stays: iterate to a fixed point."""
+    params = eqn.params
+    num_consts, num_carry = params["num_consts"], params["num_carry"]
+    body = params["jaxpr"]
+    num_xs = len(body.in_avals) - num_consts - num_carry
+    used_carry, used_ys = split_list(used_outputs, num_carry)
+    while True:
+        new_body, used_inputs = pe.dce_jaxpr(
+            body, used_carry + used_ys, [False] * num_consts + used_carry + [False] * num_xs)
+        used_consts, used_carry_in, _ = split_list(used_inputs, num_consts, num_carry)
+        if used_carry_in == used_carry:
+            break
+        used_carry = used_carry_in
+    new_params = dict(params, jaxpr=new_body, num_consts=used_consts.count(True),
+                      num_carry=used_carry.count(True))
+    return JaxprEqn(scan_p, pick(eqn.invars, used_inputs),
+                    pick(eqn.outvars, used_carry + used_ys), new_params, eqn.source_info)
+
+
+pe.dce_rules[scan_p] = _scan_dce
+
+
+def _dynamic_index_in_dim(b: Builder, x: TensorType) -> Func:
+    """JAX's jitted helper ``x[i]`` along axis 0 (a private function per type)."""
+
+    def build(f: Builder, args: list[Value]) -> list[Value]:
+        operand, i = args
+        zeros = [f.constant(0, _index_dtype()) for _ in x.shape[1:]]
+        piece = f.emit("stablehlo.dynamic_slice", operand, i, *zeros,
+                       type=TensorType((1, *x.shape[1:]), x.dtype), sizes=(1, *x.shape[1:]))
+        return [f.emit("stablehlo.reshape", piece, type=TensorType(x.shape[1:], x.dtype))]
+
+    index = TensorType((), _index_dtype())
+    return b.module.function("dynamic_index_in_dim", [x, index], build,
+                             key=("dynamic_index_in_dim", x))
+
+
+def _dynamic_update_index_in_dim(b: Builder, ys: TensorType) -> Func:
+    """JAX's jitted helper ``ys.at[i].set(y)`` along axis 0."""
+
+    def build(f: Builder, args: list[Value]) -> list[Value]:
+        buffer, y, i = args
+        rank = len(ys.shape)
+        y = f.broadcast(y, (1, *ys.shape[1:]), range(1, rank))
+        zeros = [f.constant(0, _index_dtype()) for _ in ys.shape[1:]]
+        return [f.emit("stablehlo.dynamic_update_slice", buffer, y, i, *zeros)]
+
+    y_type = TensorType(ys.shape[1:], ys.dtype)
+    index = TensorType((), _index_dtype())
+    return b.module.function("dynamic_update_index_in_dim", [ys, y_type, index], build,
+                             key=("dynamic_update_index_in_dim", ys))
+
+
+@register(scan_p)
+def _scan_lowering(ctx: RuleContext, *args: Value, jaxpr: ClosedJaxpr, length: int,
+                   reverse: bool, unroll: int, num_consts: int, num_carry: int) -> list[Value]:
+    """A ``while`` loop over a counter, as JAX lowers ``scan``: each iteration slices
+    ``x = xs[i]``, calls the body, and writes ``y`` into ``ys[i]`` (``unroll`` is
+    ignored: the loop is never unrolled)."""
+    b = ctx.b
+    consts, carry, xs = (list(args[:num_consts]), list(args[num_consts:num_consts + num_carry]),
+                         list(args[num_consts + num_carry:]))
+    y_avals = jaxpr.out_avals[num_carry:]
+    ys = [b.broadcast(b.constant(0, a.dtype), (length, *a.shape), ()) for a in y_avals]
+    if length == 0:
+        return carry + ys
+    index_dtype = _index_dtype()
+    loop_consts = xs + consts
+    types = [v.type for v in loop_consts] + [TensorType((), index_dtype)] \
+        + [v.type for v in carry + ys]
+    n_fixed = len(loop_consts)
+
+    def cond(r: Builder, state: list[Value]) -> list[Value]:
+        return [r.compare(state[n_fixed], r.constant(length, index_dtype), "LT")]
+
+    def body(r: Builder, state: list[Value]) -> list[Value]:
+        i = state[n_fixed]
+        loop_xs, loop_consts_ = state[:len(xs)], state[len(xs):n_fixed]
+        loop_carry = state[n_fixed + 1:n_fixed + 1 + num_carry]
+        loop_ys = state[n_fixed + 1 + num_carry:]
+        index = i
+        if reverse:
+            index = r.emit("stablehlo.subtract", r.constant(length, index_dtype), i)
+            index = r.emit("stablehlo.subtract", index, r.constant(1, index_dtype))
+        x_slices = [r.call(_dynamic_index_in_dim(r, x.type), [x, index])[0] for x in loop_xs]
+        body_func = r.module.jaxpr_function("closed_call", jaxpr)
+        outs = r.call(body_func, loop_consts_ + loop_carry + x_slices)
+        new_ys = [r.call(_dynamic_update_index_in_dim(r, buf.type), [buf, y, index])[0]
+                  for buf, y in zip(loop_ys, outs[num_carry:])]
+        next_i = r.emit("stablehlo.add", i, r.constant(1, index_dtype))
+        return state[:n_fixed] + [next_i] + outs[:num_carry] + new_ys
+
+    init = loop_consts + [b.constant(0, index_dtype)] + carry + ys
+    op = b.op("stablehlo.while", init, types, {}, [_region(b, types, cond),
+                                                  _region(b, types, body)])
+    return op.results[n_fixed + 1:]
 
 
 def _scan_length(xs: list[Any], length: Any) -> int:
