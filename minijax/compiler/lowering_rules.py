@@ -18,7 +18,6 @@ from minijax.compiler.lowering import (
     RuleContext,
     _region,
     lower_closed_jaxpr,
-    lower_jaxpr_into,
     lowering_rules,
     register,
     tensor_type,
@@ -28,7 +27,6 @@ from minijax.compiler.stablehlo import (
     DenseArray,
     Func,
     Opaque,
-    Struct,
     TensorType,
     Typed,
     Value,
@@ -138,19 +136,6 @@ from minijax.lax.shapes import (
     tile_p,
     transpose_p,
     unstack_p,
-)
-from minijax.lax.slicing import (
-    GatherScatterMode,
-    dynamic_slice_p,
-    dynamic_update_slice_p,
-    gather_p,
-    scatter_add_p,
-    scatter_max_p,
-    scatter_min_p,
-    scatter_mul_p,
-    scatter_p,
-    scatter_sub_p,
-    slice_p,
 )
 from minijax.lax.sorting import sort_p, top_k_p
 from minijax.lax.special import digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p
@@ -477,131 +462,6 @@ def _tile(ctx: RuleContext, x: Value, reps: tuple[int, ...]) -> Value:
     x = b.emit("stablehlo.reshape", x, type=TensorType(tuple(spread), x.type.dtype))
     x = b.broadcast(x, repeated, range(len(repeated)))
     return b.emit("stablehlo.reshape", x, type=ctx.type_out)
-
-
-# ---------------------------------------------------------------------------------------
-# Slicing, gather and scatter
-# ---------------------------------------------------------------------------------------
-
-
-@register(slice_p)
-def _slice_rule(ctx: RuleContext, x: Value, start_indices: tuple[int, ...],
-                limit_indices: tuple[int, ...], strides: Any) -> Value:
-    return _slice(ctx.b, x, start_indices, limit_indices, strides)
-
-
-@register(dynamic_slice_p)
-def _dynamic_slice(ctx: RuleContext, x: Value, *starts: Value,
-                   slice_sizes: tuple[int, ...]) -> Value:
-    return ctx.b.emit("stablehlo.dynamic_slice", x, *starts, type=ctx.type_out,
-                      sizes=tuple(slice_sizes))
-
-
-@register(dynamic_update_slice_p)
-def _dynamic_update_slice(ctx: RuleContext, x: Value, update: Value, *starts: Value) -> Value:
-    return ctx.b.emit("stablehlo.dynamic_update_slice", x, update, *starts)
-
-
-def _struct(name: str, fields: Sequence[tuple[str, Any]]) -> Struct:
-    """``#stablehlo.gather<...>``: empty lists and a zero index_vector_dim are omitted."""
-    return Struct(name, {k: list(v) if isinstance(v, tuple) else v for k, v in fields
-                         if v != () and v != 0})
-
-
-def _gather(b: Builder, x: Value, indices: Value, dn: Any, slice_sizes: Sequence[int],
-            indices_are_sorted: bool, out_type: TensorType) -> Value:
-    dims = _struct("#stablehlo.gather", [
-        ("offset_dims", dn.offset_dims), ("collapsed_slice_dims", dn.collapsed_slice_dims),
-        ("operand_batching_dims", dn.operand_batching_dims),
-        ("start_indices_batching_dims", dn.start_indices_batching_dims),
-        ("start_index_map", dn.start_index_map),
-        ("index_vector_dim", len(indices.type.shape) - 1)])
-    attrs = {"dimension_numbers": dims, "indices_are_sorted": bool(indices_are_sorted),
-             "slice_sizes": DenseArray("i64", tuple(slice_sizes))}
-    return b.op("stablehlo.gather", [x, indices], [out_type], attrs).result
-
-
-@register(gather_p)
-def _gather_rule(ctx: RuleContext, x: Value, indices: Value, *, dimension_numbers: Any,
-                 slice_sizes: tuple[int, ...], unique_indices: bool, indices_are_sorted: bool,
-                 mode: GatherScatterMode, fill_value: Any) -> Value:
-    """XLA's gather clamps windows into bounds; ``mode='fill'`` masks the windows that did
-    not fit and fills them with ``fill_value``."""
-    b, dn, out = ctx.b, dimension_numbers, ctx.type_out
-    if mode != GatherScatterMode.FILL_OR_DROP:
-        if out.size == 0:
-            return b.full(0, out)
-        return _gather(b, x, indices, dn, slice_sizes, indices_are_sorted, out)
-    index_type = indices.type
-    batch_rank = len(index_type.shape) - 1
-    upper = np.array([x.type.shape[d] - slice_sizes[d] for d in dn.start_index_map], np.int32)
-    upper = b.constant(upper.astype(index_type.dtype))
-    non_negative = b.compare(indices, b.broadcast_to(b.constant(0, index_type.dtype),
-                                                     index_type.shape), "GE")
-    upper = b.broadcast(upper, (1,) * batch_rank + upper.type.shape, (batch_rank,))
-    in_bounds = b.compare(indices, b.broadcast_to(upper, index_type.shape), "LE")
-    mask = _reduce(b, [b.emit("stablehlo.and", non_negative, in_bounds)],
-                   [b.constant(True)], "stablehlo.and", (batch_rank,))[0]
-    gathered = _gather(b, x, indices, dn, slice_sizes, indices_are_sorted, out)
-    batch_dims = [d for d in range(len(out.shape)) if d not in dn.offset_dims]
-    if mask.type.shape != out.shape:
-        mask = b.broadcast(mask, out.shape, batch_dims)
-    return b.select(mask, gathered, b.full_if_needed(fill_value, out))
-
-
-def _clamp_scatter_indices(b: Builder, x: Value, indices: Value, updates: Value,
-                           dn: Any) -> Value:
-    """``mode='clip'``: clamp each start index into [0, dim - window]."""
-    window, sizes = [], iter(updates.type.shape[d] for d in dn.update_window_dims)
-    for d in range(len(x.type.shape)):
-        inserted = d in dn.inserted_window_dims or d in dn.operand_batching_dims
-        window.append(1 if inserted else next(sizes))
-    upper = np.array([x.type.shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims],
-                     np.int32)
-    dtype = indices.type.dtype
-    largest = min(np.iinfo(np.int32).max, np.iinfo(dtype).max)
-    upper_c = b.constant(upper)
-    limit = b.broadcast_to(b.constant(largest, np.int32), upper_c.type.shape)
-    upper_v = b.emit("stablehlo.minimum", upper_c, limit)
-    if dtype != np.int32:
-        upper_v = b.convert(upper_v, dtype)
-    upper_v = b.broadcast(upper_v, indices.type.shape, (len(indices.type.shape) - 1,))
-    zero = b.broadcast_to(b.constant(0, dtype), indices.type.shape)
-    return b.emit("stablehlo.clamp", zero, indices, upper_v)
-
-
-def _scatter_rule(ctx: RuleContext, x: Value, indices: Value, updates: Value, *,
-                  dimension_numbers: Any, indices_are_sorted: bool, unique_indices: bool,
-                  mode: GatherScatterMode, update_jaxpr: Any, update_consts: tuple) -> Value:
-    """XLA's scatter drops updates whose window does not fit; ``mode='clip'`` clamps the
-    indices first. The region combines an old value with an update."""
-    b, dn = ctx.b, dimension_numbers
-    if mode == GatherScatterMode.CLIP:
-        indices = _clamp_scatter_indices(b, x, indices, updates, dn)
-    dims = _struct("#stablehlo.scatter", [
-        ("update_window_dims", dn.update_window_dims),
-        ("inserted_window_dims", dn.inserted_window_dims),
-        ("input_batching_dims", dn.operand_batching_dims),
-        ("scatter_indices_batching_dims", dn.scatter_indices_batching_dims),
-        ("scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims),
-        ("index_vector_dim", len(indices.type.shape) - 1)])
-    scalar = TensorType((), x.type.dtype)
-
-    def combine(inner: Builder, args: list[Value]) -> list[Value]:
-        if update_jaxpr is None:
-            return [args[1]]
-        consts = [inner.constant(np.asarray(c)) for c in update_consts]
-        return lower_jaxpr_into(inner, update_jaxpr, consts, args)
-
-    attrs = {"indices_are_sorted": bool(indices_are_sorted), "scatter_dimension_numbers": dims,
-             "unique_indices": bool(unique_indices)}
-    region = _region(b, [scalar, scalar], combine)
-    return b.op("stablehlo.scatter", [x, indices, updates], [x.type], attrs, [region]).result
-
-
-for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p,
-              scatter_min_p, scatter_max_p):
-    lowering_rules[_prim] = _scatter_rule
 
 
 # ---------------------------------------------------------------------------------------
