@@ -137,7 +137,6 @@ from minijax.lax.shapes import (
     transpose_p,
     unstack_p,
 )
-from minijax.lax.sorting import sort_p, top_k_p
 from minijax.lax.special import digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p
 
 # ---------------------------------------------------------------------------------------
@@ -619,7 +618,7 @@ lowering_rules[cumlogsumexp_p] = _cumulative("cumlogsumexp", None, _lowest,
 
 
 # ---------------------------------------------------------------------------------------
-# dot_general, sorting
+# dot_general
 # ---------------------------------------------------------------------------------------
 
 
@@ -637,75 +636,6 @@ def _dot_general(ctx: RuleContext, lhs: Value, rhs: Value, *, dimension_numbers:
     if lhs_batch:
         attrs = {"batching_dims": (tuple(lhs_batch), tuple(rhs_batch)), **attrs}
     return b.emit("stablehlo.dot_general", lhs, rhs, type=out, **attrs)
-
-
-def _sort_keys(b: Builder, args: list[Value], num_keys: int) -> tuple[list[Value], list[Value]]:
-    """The comparator's keys: floats with -0.0 made 0.0 and every NaN the same NaN (then
-    compared in total order, so NaNs sort last); complex numbers as (real, imag)."""
-
-    def canonical(x: Value) -> Value:
-        zero = b.select(b.compare(x, b.constant(0, x.type.dtype), "EQ"),
-                        b.constant(0, x.type.dtype), x)
-        return b.select(b.compare(x, x, "NE"), b.constant(np.nan, x.type.dtype), zero)
-
-    x_keys, y_keys = [], []
-    for x, y in zip(args[:2 * num_keys:2], args[1:2 * num_keys:2]):
-        dtype = x.type.dtype
-        if dtype.kind == "c":
-            part = TensorType((), dtype.type(0).real.dtype)
-            for keys, v in ((x_keys, x), (y_keys, y)):
-                keys.append(canonical(b.emit("stablehlo.real", v, type=part)))
-                keys.append(canonical(b.emit("stablehlo.imag", v, type=part)))
-        elif dtypes.issubdtype(dtype, np.floating):
-            x_keys.append(canonical(x))
-            y_keys.append(canonical(y))
-        else:
-            x_keys.append(x)
-            y_keys.append(y)
-    return x_keys, y_keys
-
-
-def _sort_comparator(b: Builder, args: list[Value], num_keys: int) -> list[Value]:
-    """Lexicographic ``x < y`` on the keys, built from the last key to the first."""
-    x_keys, y_keys = _sort_keys(b, args, num_keys)
-    less = None
-    for xk, yk in zip(x_keys[::-1], y_keys[::-1]):
-        kind = "TOTALORDER" if dtypes.issubdtype(xk.type.dtype, np.floating) else None
-        lt = b.compare(xk, yk, "LT", kind)
-        if less is None:
-            less = lt
-        else:
-            less = b.emit("stablehlo.or", lt,
-                          b.emit("stablehlo.and", b.compare(xk, yk, "EQ", kind), less))
-    return [less]
-
-
-@register(sort_p)
-def _sort(ctx: RuleContext, *operands: Value, dimension: int, is_stable: bool,
-          num_keys: int) -> list[Value]:
-    b = ctx.b
-    scalars = [TensorType((), x.type.dtype) for x in operands for _ in range(2)]
-    region = _region(b, scalars, lambda r, args: _sort_comparator(r, args, num_keys))
-    attrs = {"dimension": Typed(dimension, "i64"), "is_stable": bool(is_stable)}
-    return b.op("stablehlo.sort", operands, [x.type for x in operands], attrs,
-                [region]).results
-
-
-@register(top_k_p)
-def _top_k(ctx: RuleContext, x: Value, *, k: int, axis: int) -> list[Value]:
-    """``chlo.top_k`` works on the last axis: transpose another axis there and back."""
-    b, rank = ctx.b, len(x.type.shape)
-    perm = None
-    if axis != rank - 1:
-        perm = list(range(rank))
-        perm[axis], perm[-1] = perm[-1], perm[axis]
-        x = _transpose(ctx, x, tuple(perm))
-    shape = x.type.shape[:-1] + (k,)
-    outs = b.op("chlo.top_k", [x], [TensorType(shape, x.type.dtype),
-                                    TensorType(shape, np.dtype(np.int32))], {"k": k}).results
-    if perm is not None:
-        outs = [_transpose(ctx, o, tuple(perm)) for o in outs]
-    return outs
 
 
 # ---------------------------------------------------------------------------------------

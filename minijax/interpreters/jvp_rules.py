@@ -42,7 +42,7 @@ from minijax.interpreters.ad import (
     tangent_aval,
 )
 from minijax.lax import elementwise as ew
-from minijax.lax import linalg, reductions, shapes, slicing, sorting, special
+from minijax.lax import linalg, reductions, shapes, special
 from minijax.lax.linalg import matrix_transpose
 from minijax.runtime import _copy_p as device_put_p
 
@@ -695,50 +695,6 @@ def _triangular_solve_a_term(t: Any, out: Any, a: Any, b: Any, *, left_side: boo
 
 defjvp(linalg.triangular_solve_p, _triangular_solve_a_term,
        lambda t, out, a, b, **params: linalg.triangular_solve_p.bind(a, t, **params))
-
-
-# ---------------------------------------------------------------------------------------
-# Sorting: the tangents follow the values
-# ---------------------------------------------------------------------------------------
-
-
-def take_along_axis(x: Any, indices: Any, axis: int) -> Any:
-    """``x`` read at ``indices`` along ``axis`` (all other axes matched one to one), as a
-    gather with batching dimensions: what carries tangents through a permutation."""
-    batch = tuple(d for d in range(x.ndim) if d != axis)
-    dn = slicing.GatherDimensionNumbers(
-        offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
-        operand_batching_dims=batch, start_indices_batching_dims=batch)
-    index_vectors = lax.broadcast_in_dim(indices, (*indices.shape, 1), tuple(range(x.ndim)))
-    return slicing.gather(x, index_vectors, dn, (1,) * x.ndim,
-                          mode=slicing.GatherScatterMode.PROMISE_IN_BOUNDS)
-
-
-def _sort_rule(primals: list, tangents: list, *, dimension: int, is_stable: bool,
-               num_keys: int) -> tuple[list[Any], list[Any]]:
-    """Sort an ``iota`` along with the operands to learn the permutation, then apply it
-    to every tangent."""
-    position = lax.broadcasted_iota(np.int32, primals[0].shape, dimension)
-    *outs, permutation = sorting.sort_p.bind(*primals, position, dimension=dimension,
-                                             is_stable=is_stable, num_keys=num_keys)
-    tangents_out = [Zero(tangent_aval(o.aval)) if type(t) is Zero
-                    else take_along_axis(t, permutation, dimension)
-                    for o, t in zip(outs, tangents)]
-    return outs, tangents_out
-
-
-jvp_rules[sorting.sort_p] = _sort_rule
-
-
-def _top_k_rule(primals: list, tangents: list, *, k: int, axis: int
-                ) -> tuple[list[Any], list[Any]]:
-    (x,), (t,) = primals, tangents
-    values, indices = sorting.top_k_p.bind(x, k=k, axis=axis)
-    return [values, indices], [take_along_axis(t, indices, axis),
-                               Zero(tangent_aval(indices.aval))]
-
-
-jvp_rules[sorting.top_k_p] = _top_k_rule
 
 
 # ---------------------------------------------------------------------------------------

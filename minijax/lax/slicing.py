@@ -173,6 +173,7 @@ def index_in_dim(operand_: Any, index: int, axis: int = 0, keepdims: bool = True
     out = slice_in_dim(x, index, index + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
 
+
 # The rules of slice: linear in the operand; the cotangent is padded back into place.
 ad.deflinear(slice_p)
 
@@ -201,7 +202,6 @@ def _slice_lowering(ctx: lowering.RuleContext, x: Value, start_indices: Sequence
                                                              strides))
     return ctx.b.emit("stablehlo.slice", x, type=TensorType(shape, x.type.dtype),
                       start=tuple(start_indices), limit=tuple(limit_indices), strides=strides)
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -413,6 +413,7 @@ def dynamic_update_index_in_dim(operand_: Any, update: Any, index: Any, axis: in
     return dynamic_update_slice_in_dim(x, update, index, axis,
                                        allow_negative_indices=allow_negative_indices)
 
+
 # The rules of dynamic_slice and dynamic_update_slice: linear in the operand (and the
 # update), never in the start indices.
 ad.deflinear(dynamic_slice_p, linear=(0,))
@@ -451,7 +452,6 @@ def _dynamic_slice_lowering(ctx: lowering.RuleContext, x: Value, *starts: Value,
 def _dynamic_update_slice_lowering(ctx: lowering.RuleContext, x: Value, update: Value,
                                    *starts: Value) -> Value:
     return ctx.b.emit("stablehlo.dynamic_update_slice", x, update, *starts)
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -779,7 +779,6 @@ def _gather_lowering(ctx: lowering.RuleContext, x: Value, indices: Value, *,
     if mask.type.shape != out.shape:
         mask = b.broadcast(mask, out.shape, batch_dims)
     return b.select(mask, gathered, b.full_if_needed(fill_value, out))
-
 
 
 # ---------------------------------------------------------------------------------------
