@@ -137,7 +137,6 @@ from minijax.lax.shapes import (
     transpose_p,
     unstack_p,
 )
-from minijax.lax.special import digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p
 
 # ---------------------------------------------------------------------------------------
 # Elementwise primitives
@@ -176,8 +175,7 @@ _ELEMENTWISE = {
     shift_right_logical_p: "stablehlo.shift_right_logical",
     shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
     clamp_p: "stablehlo.clamp", bitcast_convert_type_p: "stablehlo.bitcast_convert",
-    clz_p: "stablehlo.count_leading_zeros", erf_p: "chlo.erf", erfc_p: "chlo.erfc",
-    erf_inv_p: "chlo.erf_inv", lgamma_p: "chlo.lgamma", digamma_p: "chlo.digamma",
+    clz_p: "stablehlo.count_leading_zeros",
 }
 for _prim, _name in _ELEMENTWISE.items():
     lowering_rules[_prim] = _nary(_name)

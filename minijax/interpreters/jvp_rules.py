@@ -42,7 +42,7 @@ from minijax.interpreters.ad import (
     tangent_aval,
 )
 from minijax.lax import elementwise as ew
-from minijax.lax import linalg, reductions, shapes, special
+from minijax.lax import linalg, reductions, shapes
 from minijax.lax.linalg import matrix_transpose
 from minijax.runtime import _copy_p as device_put_p
 
@@ -131,20 +131,6 @@ defjvp(ew.logistic_p,
 defjvp(ew.square_p, lambda t, out, x: lax.mul(t, lax.mul(_const(x, 2), x)))
 for _p in (ew.real_p, ew.imag_p, ew.conj_p, ew.complex_p, ew.reduce_precision_p):
     deflinear(_p)
-
-
-def _gaussian_term(scale: float) -> Term:
-    """``scale`` · exp(-x²) dx: the derivatives of erf (2/√π) and erfc (-2/√π)."""
-    return lambda t, out, x: lax.mul(_const(x, scale),
-                                     lax.mul(t, lax.exp(lax.neg(lax.square(x)))))
-
-
-defjvp(special.erf_p, _gaussian_term(2 / np.sqrt(np.pi)))
-defjvp(special.erfc_p, _gaussian_term(-2 / np.sqrt(np.pi)))
-# erf_inv' = 1 / erf'(erf_inv x) = √π/2 · exp(out²).
-defjvp(special.erf_inv_p, lambda t, out, x: lax.mul(
-    _const(x, np.sqrt(np.pi) / 2), lax.mul(t, lax.exp(lax.square(out)))))
-defjvp(special.lgamma_p, lambda t, out, x: lax.mul(t, lax.digamma(x)))
 
 
 def _abs_term(t: Any, out: Any, x: Any) -> Any:
