@@ -56,7 +56,6 @@ KNOWN: set[tuple[str, str]] = {
     ('interpreters.jvp_rules', 'debug'),
     ('interpreters.jvp_rules', 'lax'),
     ('interpreters.jvp_rules', 'numpy'),
-    ('interpreters.jvp_rules', 'numpy.linalg'),
     ('interpreters.transpose_rules', 'lax'),
 }
 

@@ -271,15 +271,3 @@ def _dot_general_transpose(ct: Any, lhs: Any, rhs: Any, *, dimension_numbers: An
 
 deftranspose(linalg.dot_general_p, _dot_general_transpose)
 
-
-def _triangular_solve_transpose(ct: Any, a: Any, b: Any, *, left_side: bool, lower: bool,
-                                transpose_a: bool, conjugate_a: bool, unit_diagonal: bool
-                                ) -> list[Any]:
-    """Linear in ``b`` only: x = op(A)⁻¹ b transposes to ct_b = op(A)⁻ᵀ ct."""
-    return [None, linalg.triangular_solve_p.bind(
-        a, ct, left_side=left_side, lower=lower, transpose_a=not transpose_a,
-        conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)]
-
-
-deftranspose(linalg.triangular_solve_p, _triangular_solve_transpose)
-
