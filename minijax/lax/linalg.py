@@ -11,7 +11,9 @@ The decompositions (``cholesky``, ``eigh``, ``qr``, ``svd``, ``lu``) and
 ones; their kernels call ``np.linalg`` (or short NumPy loops where NumPy has no routine)
 and keep the input dtype, so float32 in gives float32 out. Where a matrix has no
 decomposition they do what LAPACK does under XLA: NaNs or infinities, never an error,
-because a traced program cannot raise on values.
+because a traced program cannot raise on values. Each decomposition's rules follow it:
+its JVP (products and triangular solves, with lax operations) and its lowering (the
+LAPACK custom call JAX emits on the CPU).
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ The kernels below describe each gather or scatter as a batch of *windows*: one s
 index per operand dimension for every window, plus the window's size. From those, NumPy
 fancy indexing reads the windows (gather) or ``np.add.at`` and friends combine updates
 into them (scatter; duplicates accumulate, and for plain ``scatter`` the last one wins).
+
+Each primitive's rules follow it (JVP, transpose, lowering). Reading and writing are
+each other's transposes: a slice's cotangent is padded back into place, a gather's is
+scatter-added back, and the updates of a scatter get the gather of the cotangent.
 """
 
 from __future__ import annotations
