@@ -50,7 +50,6 @@ KNOWN: set[tuple[str, str]] = {
     ('autodiff', 'numpy'),
     ('interpreters.jvp_rules', 'lax'),
     ('interpreters.jvp_rules', 'numpy'),
-    ('interpreters.jvp_rules', 'numpy.linalg'),
     ('interpreters.transpose_rules', 'lax'),
 }
 

@@ -16,6 +16,10 @@ The kernels below describe each gather or scatter as a batch of *windows*: one s
 index per operand dimension for every window, plus the window's size. From those, NumPy
 fancy indexing reads the windows (gather) or ``np.add.at`` and friends combine updates
 into them (scatter; duplicates accumulate, and for plain ``scatter`` the last one wins).
+
+Each primitive's rules follow it (JVP, transpose, lowering). Reading and writing are
+each other's transposes: a slice's cotangent is padded back into place, a gather's is
+scatter-added back, and the updates of a scatter get the gather of the cotangent.
 """
 
 from __future__ import annotations
@@ -30,11 +34,35 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.array import Array
+from minijax.compiler import lowering
+from minijax.compiler.stablehlo import DenseArray, Struct, TensorType, Value
 from minijax.core import Primitive, ShapedArray, Tracer
+from minijax.interpreters import ad
+from minijax.interpreters.transpose import deftranspose, is_undefined
 from minijax.jaxpr import Jaxpr, Literal
 from minijax.lax import elementwise
-from minijax.lax.elementwise import add, convert_element_type, lt, operand, select_n
-from minijax.lax.shapes import broadcast_in_dim, squeeze
+from minijax.lax.elementwise import (
+    add,
+    convert_element_type,
+    div,
+    eq,
+    lt,
+    mul,
+    neg,
+    operand,
+    select,
+    select_n,
+)
+from minijax.lax.reductions import reduce_and_p
+from minijax.lax.shapes import (
+    broadcast_in_dim,
+    full,
+    full_like,
+    iota,
+    pad,
+    reshape,
+    squeeze,
+)
 
 __all__ = [
     "GatherDimensionNumbers",
@@ -148,6 +176,36 @@ def index_in_dim(operand_: Any, index: int, axis: int = 0, keepdims: bool = True
     index = index % n
     out = slice_in_dim(x, index, index + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
+
+
+# The rules of slice: linear in the operand; the cotangent is padded back into place.
+ad.deflinear(slice_p)
+
+
+def _slice_transpose(ct: Any, x: Any, *, start_indices: tuple[int, ...],
+                     limit_indices: tuple[int, ...], strides: tuple[int, ...] | None
+                     ) -> list[Any]:
+    """Put ``ct`` back where the slice came from: pad with zeros before, after and (for
+    strides) between the elements."""
+    steps = strides or (1,) * ct.ndim
+    config = []
+    for start, n, step, size in zip(start_indices, x.aval.shape, steps, ct.shape):
+        end = start + (size - 1) * step + 1 if size else start  # one past the last element
+        config.append((start, n - end, step - 1))
+    return [pad(ct, convert_element_type(0, ct.dtype), config)]
+
+
+deftranspose(slice_p, _slice_transpose)
+
+
+@lowering.register(slice_p)
+def _slice_lowering(ctx: lowering.RuleContext, x: Value, start_indices: Sequence[int],
+                    limit_indices: Sequence[int], strides: Sequence[int] | None) -> Value:
+    strides = tuple(strides) if strides else (1,) * len(start_indices)
+    shape = tuple(-(-(hi - lo) // st) for lo, hi, st in zip(start_indices, limit_indices,
+                                                             strides))
+    return ctx.b.emit("stablehlo.slice", x, type=TensorType(shape, x.type.dtype),
+                      start=tuple(start_indices), limit=tuple(limit_indices), strides=strides)
 
 
 # ---------------------------------------------------------------------------------------
@@ -358,6 +416,46 @@ def dynamic_update_index_in_dim(operand_: Any, update: Any, index: Any, axis: in
         update = broadcast_in_dim(update, shape, kept)
     return dynamic_update_slice_in_dim(x, update, index, axis,
                                        allow_negative_indices=allow_negative_indices)
+
+
+# The rules of dynamic_slice and dynamic_update_slice: linear in the operand (and the
+# update), never in the start indices.
+ad.deflinear(dynamic_slice_p, linear=(0,))
+ad.deflinear(dynamic_update_slice_p, linear=(0, 1))
+
+
+def _dynamic_slice_transpose(ct: Any, x: Any, *starts: Any, slice_sizes: tuple) -> list[Any]:
+    zeros = full(x.aval.shape, 0, x.aval.dtype)
+    return [dynamic_update_slice_p.bind(zeros, ct, *starts), *[None] * len(starts)]
+
+
+def _dynamic_update_slice_transpose(ct: Any, x: Any, update: Any, *starts: Any) -> list[Any]:
+    """The operand gets ``ct`` except in the box (zeroed); the update gets the box."""
+    shape = (update.aval if is_undefined(update) else update).shape
+    ct_x = ct_update = None
+    if is_undefined(x):
+        zeros = full(shape, 0, ct.dtype)
+        ct_x = dynamic_update_slice_p.bind(ct, zeros, *starts)
+    if is_undefined(update):
+        ct_update = dynamic_slice_p.bind(ct, *starts, slice_sizes=shape)
+    return [ct_x, ct_update, *[None] * len(starts)]
+
+
+deftranspose(dynamic_slice_p, _dynamic_slice_transpose)
+deftranspose(dynamic_update_slice_p, _dynamic_update_slice_transpose)
+
+
+@lowering.register(dynamic_slice_p)
+def _dynamic_slice_lowering(ctx: lowering.RuleContext, x: Value, *starts: Value,
+                            slice_sizes: tuple[int, ...]) -> Value:
+    return ctx.b.emit("stablehlo.dynamic_slice", x, *starts, type=ctx.type_out,
+                      sizes=tuple(slice_sizes))
+
+
+@lowering.register(dynamic_update_slice_p)
+def _dynamic_update_slice_lowering(ctx: lowering.RuleContext, x: Value, update: Value,
+                                   *starts: Value) -> Value:
+    return ctx.b.emit("stablehlo.dynamic_update_slice", x, update, *starts)
 
 
 # ---------------------------------------------------------------------------------------
@@ -604,6 +702,88 @@ def gather(operand_: Any, start_indices: Any, dimension_numbers: GatherDimension
         indices_are_sorted=bool(indices_are_sorted), mode=mode, fill_value=fill_value,
     )
 
+# The rules of gather: linear in the operand; the transpose adds the cotangent back.
+
+
+def _gather_jvp(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
+    """Gather the tangent the same way; out-of-bounds windows read 0, not ``fill_value``."""
+    (x, indices), (t, _) = primals, tangents
+    out = gather_p.bind(x, indices, **params)
+    fill = 0 if params["mode"] == GatherScatterMode.FILL_OR_DROP else None
+    return out, gather_p.bind(t, indices, **{**params, "fill_value": fill})
+
+
+ad.jvp_rules[gather_p] = _gather_jvp
+
+
+def _gather_transpose(ct: Any, x: Any, indices: Any, *,
+                      dimension_numbers: GatherDimensionNumbers,
+                      slice_sizes: tuple, unique_indices: bool, indices_are_sorted: bool,
+                      mode: GatherScatterMode, fill_value: Any) -> list[Any]:
+    """Add every gathered window's cotangent back into the place it was read from."""
+    dn = dimension_numbers
+    scatter_dn = ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+    zeros = full(x.aval.shape, 0, x.aval.dtype)
+    return [scatter_add(zeros, indices, ct, scatter_dn, indices_are_sorted=indices_are_sorted,
+                        unique_indices=unique_indices, mode=mode), None]
+
+
+deftranspose(gather_p, _gather_transpose)
+
+
+def _struct(name: str, fields: Sequence[tuple[str, Any]]) -> Struct:
+    """``#stablehlo.gather<...>``: empty lists and a zero index_vector_dim are omitted."""
+    return Struct(name, {k: list(v) if isinstance(v, tuple) else v for k, v in fields
+                         if v != () and v != 0})
+
+
+def _emit_gather(b: lowering.Builder, x: Value, indices: Value, dn: Any,
+                 slice_sizes: Sequence[int], indices_are_sorted: bool,
+                 out_type: TensorType) -> Value:
+    dims = _struct("#stablehlo.gather", [
+        ("offset_dims", dn.offset_dims), ("collapsed_slice_dims", dn.collapsed_slice_dims),
+        ("operand_batching_dims", dn.operand_batching_dims),
+        ("start_indices_batching_dims", dn.start_indices_batching_dims),
+        ("start_index_map", dn.start_index_map),
+        ("index_vector_dim", len(indices.type.shape) - 1)])
+    attrs = {"dimension_numbers": dims, "indices_are_sorted": bool(indices_are_sorted),
+             "slice_sizes": DenseArray("i64", tuple(slice_sizes))}
+    return b.op("stablehlo.gather", [x, indices], [out_type], attrs).result
+
+
+@lowering.register(gather_p)
+def _gather_lowering(ctx: lowering.RuleContext, x: Value, indices: Value, *,
+                     dimension_numbers: Any, slice_sizes: tuple[int, ...],
+                     unique_indices: bool, indices_are_sorted: bool, mode: GatherScatterMode,
+                     fill_value: Any) -> Value:
+    """XLA's gather clamps windows into bounds; ``mode='fill'`` masks the windows that did
+    not fit and fills them with ``fill_value``. (The mask is a ``reduce_and`` over each
+    index vector, lowered by that primitive's rule.)"""
+    b, dn, out = ctx.b, dimension_numbers, ctx.type_out
+    if mode != GatherScatterMode.FILL_OR_DROP:
+        if out.size == 0:
+            return b.full(0, out)
+        return _emit_gather(b, x, indices, dn, slice_sizes, indices_are_sorted, out)
+    index_type = indices.type
+    batch_rank = len(index_type.shape) - 1
+    upper = np.array([x.type.shape[d] - slice_sizes[d] for d in dn.start_index_map], np.int32)
+    upper = b.constant(upper.astype(index_type.dtype))
+    non_negative = b.compare(indices, b.broadcast_to(b.constant(0, index_type.dtype),
+                                                     index_type.shape), "GE")
+    upper = b.broadcast(upper, (1,) * batch_rank + upper.type.shape, (batch_rank,))
+    in_bounds = b.compare(indices, b.broadcast_to(upper, index_type.shape), "LE")
+    mask = lowering.lowering_rules[reduce_and_p](
+        ctx, b.emit("stablehlo.and", non_negative, in_bounds), axes=(batch_rank,))
+    gathered = _emit_gather(b, x, indices, dn, slice_sizes, indices_are_sorted, out)
+    batch_dims = [d for d in range(len(out.shape)) if d not in dn.offset_dims]
+    if mask.type.shape != out.shape:
+        mask = b.broadcast(mask, out.shape, batch_dims)
+    return b.select(mask, gathered, b.full_if_needed(fill_value, out))
+
 
 # ---------------------------------------------------------------------------------------
 # scatter and its combining variants
@@ -842,3 +1022,220 @@ def scatter_apply(operand_: Any, scatter_indices: Any, func: Callable[[Any], Any
     return _bind_scatter(scatter_p, x, scatter_indices, zeros, dimension_numbers,
                          indices_are_sorted, unique_indices, mode, closed.jaxpr,
                          tuple(closed.consts))
+
+
+# ---------------------------------------------------------------------------------------
+# The rules of the scatters: scatter-add and scatter-sub are linear in the operand and the
+# updates; the others are differentiated by finding which value won each element
+# ---------------------------------------------------------------------------------------
+
+ad.deflinear(scatter_add_p, linear=(0, 2))
+ad.deflinear(scatter_sub_p, linear=(0, 2))
+
+
+def gather_of_scatter(x: Any, indices: Any, updates_shape: tuple[int, ...],
+                      dimension_numbers: ScatterDimensionNumbers,
+                      mode: GatherScatterMode) -> Any:
+    """Read from ``x`` the windows a scatter with these parameters writes to: the result is
+    shaped like the updates. (The transpose of scatter-add with respect to its updates.)"""
+    dn = dimension_numbers
+    gather_dn = GatherDimensionNumbers(
+        offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+        start_index_map=dn.scatter_dims_to_operand_dims,
+        operand_batching_dims=dn.operand_batching_dims,
+        start_indices_batching_dims=dn.scatter_indices_batching_dims)
+    sizes = _scatter_window(x.shape, updates_shape, dn)
+    fill = 0 if mode == GatherScatterMode.FILL_OR_DROP else None
+    return gather(x, indices, gather_dn, sizes, mode=mode, fill_value=fill)
+
+
+def _rescatter(scatter_fn: Callable, x: Any, indices: Any, updates: Any, params: dict) -> Any:
+    """``scatter_fn`` (a public lax scatter) with the layout and mode of ``params``."""
+    return scatter_fn(x, indices, updates, params["dimension_numbers"],
+                      indices_are_sorted=params["indices_are_sorted"],
+                      unique_indices=params["unique_indices"], mode=params["mode"])
+
+
+def _update_ids(shape: tuple[int, ...], window_dims: tuple[int, ...]) -> Any:
+    """1, 2, 3, ... for the updates of a scatter: one id per update window."""
+    ids_shape = tuple(1 if d in window_dims else n for d, n in enumerate(shape))
+    count = int(np.prod(ids_shape, dtype=np.int64))
+    ids = add(iota(np.uint32, count), convert_element_type(1, np.uint32))
+    return broadcast_in_dim(reshape(ids, ids_shape), shape, tuple(range(len(shape))))
+
+
+def _scatter_jvp(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
+    """scatter: each element of the result comes from the operand or from the one update
+    that won its position. With unique indices that is one joint linear map. Otherwise
+    the winners are found by scattering update *ids* and reading them back; the tangent
+    is then a scatter-add of the winners' tangents into the operand's tangent, zeroed
+    where it was overwritten (as JAX does it)."""
+    (x, indices, updates), (t_x, _, t_u) = primals, tangents
+    if params["update_jaxpr"] is not None:
+        raise NotImplementedError("scatter_apply JVP not implemented")
+    out = scatter_p.bind(x, indices, updates, **params)
+    t_x, t_u = ad.instantiate(t_x), ad.instantiate(t_u)
+    if params["unique_indices"]:
+        return out, scatter_p.bind(t_x, indices, t_u, **params)
+    dn = params["dimension_numbers"]
+    ids = _update_ids(updates.shape, dn.update_window_dims)
+    written = _rescatter(scatter, full(x.shape, 0, np.uint32), indices, ids, params)
+    won = eq(ids, gather_of_scatter(written, indices, updates.shape, dn, params["mode"]))
+    kept = eq(written, full_like(written, 0))
+    t_x = select(kept, t_x, full_like(t_x, 0))
+    t_u = select(won, t_u, full_like(t_u, 0))
+    return out, _rescatter(scatter_add, t_x, indices, t_u, params)
+
+
+ad.jvp_rules[scatter_p] = _scatter_jvp
+
+
+def _scatter_mul_jvp(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
+    """Linear in the operand. In the updates JAX differentiates only with unique indices
+    (then each element is multiplied by at most one update)."""
+    (x, indices, updates), (t_x, _, t_u) = primals, tangents
+    out = scatter_mul_p.bind(x, indices, updates, **params)
+    tangent: Any = ad.Zero(ad.tangent_aval(out.aval))
+    if type(t_u) is not ad.Zero:
+        if not params["unique_indices"]:
+            raise NotImplementedError(
+                "scatter_mul gradients are only implemented if `unique_indices=True`")
+        spread = _rescatter(scatter_add, full_like(x, 0), indices, t_u, params)
+        tangent = mul(x, spread)
+    if type(t_x) is not ad.Zero:
+        tangent = ad.add_tangents(tangent, scatter_mul_p.bind(t_x, indices, updates, **params))
+    return out, tangent
+
+
+ad.jvp_rules[scatter_mul_p] = _scatter_mul_jvp
+
+
+def _scatter_extremum_jvp(primitive: Primitive) -> Callable[..., tuple[Any, Any]]:
+    """scatter-max/min: every element's tangent is the average of the tangents of the
+    values that tie for the result there (the operand's and the updates'), as for max."""
+
+    def rule(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
+        (x, indices, updates), (t_x, _, t_u) = primals, tangents
+        out = primitive.bind(x, indices, updates, **params)
+        t_x, t_u = ad.instantiate(t_x), ad.instantiate(t_u)
+        dn, mode = params["dimension_numbers"], params["mode"]
+        from_x = convert_element_type(eq(x, out), x.dtype)
+        from_u = convert_element_type(
+            eq(updates, gather_of_scatter(out, indices, updates.shape, dn, mode)), x.dtype)
+        count = add(from_x, _rescatter(scatter_add, full_like(x, 0), indices, from_u, params))
+        total = add(mul(t_x, from_x), _rescatter(
+            scatter_add, full_like(x, 0), indices, mul(t_u, from_u), params))
+        return out, div(total, count)
+
+    return rule
+
+
+ad.jvp_rules[scatter_max_p] = _scatter_extremum_jvp(scatter_max_p)
+ad.jvp_rules[scatter_min_p] = _scatter_extremum_jvp(scatter_min_p)
+
+
+def _read_updates(ct: Any, indices: Any, updates: Any, params: dict) -> Any:
+    shape = (updates.aval if is_undefined(updates) else updates).shape
+    return gather_of_scatter(ct, indices, shape, params["dimension_numbers"], params["mode"])
+
+
+def _scatter_add_transpose(sign: Callable[[Any], Any]) -> Callable[..., list[Any]]:
+    """scatter-add (``sign`` = identity) and scatter-sub (``sign`` = neg): the operand
+    passes straight through; each update gets (±) the cotangent where it was added."""
+
+    def rule(ct: Any, x: Any, indices: Any, updates: Any, **params: Any) -> list[Any]:
+        ct_updates = sign(_read_updates(ct, indices, updates, params)) \
+            if is_undefined(updates) else None
+        return [ct if is_undefined(x) else None, None, ct_updates]
+
+    return rule
+
+
+deftranspose(scatter_add_p, _scatter_add_transpose(lambda ct: ct))
+deftranspose(scatter_sub_p, _scatter_add_transpose(neg))
+
+
+def _scatter_transpose(ct: Any, x: Any, indices: Any, updates: Any, **params: Any
+                       ) -> list[Any]:
+    """With unique indices, scatter is ``x`` with some elements replaced by updates: the
+    operand gets ``ct`` with those elements zeroed, the updates get what they became."""
+    if not params["unique_indices"]:
+        raise NotImplementedError(
+            "scatter transpose is only implemented where unique_indices=True")
+    ct_x = ct_updates = None
+    if is_undefined(x):
+        shape = (updates.aval if is_undefined(updates) else updates).shape
+        ct_x = scatter_p.bind(ct, indices, full(shape, 0, ct.dtype), **params)
+    if is_undefined(updates):
+        ct_updates = _read_updates(ct, indices, updates, params)
+    return [ct_x, None, ct_updates]
+
+
+deftranspose(scatter_p, _scatter_transpose)
+
+
+def _scatter_mul_transpose(ct: Any, x: Any, indices: Any, updates: Any, **params: Any
+                           ) -> list[Any]:
+    """Linear in the operand only: each element was multiplied by the product of the
+    updates that hit it, so its cotangent is ``ct`` times that product."""
+    if is_undefined(updates):
+        raise NotImplementedError(
+            "scatter_mul gradients are only implemented if `unique_indices=True`")
+    factors = scatter_mul_p.bind(full_like(ct, 1), indices, updates, **params)
+    return [mul(ct, factors), None, None]
+
+
+deftranspose(scatter_mul_p, _scatter_mul_transpose)
+
+
+def _clamp_scatter_indices(b: lowering.Builder, x: Value, indices: Value, updates: Value,
+                           dn: Any) -> Value:
+    """``mode='clip'``: clamp each start index into [0, dim - window]."""
+    window, sizes = [], iter(updates.type.shape[d] for d in dn.update_window_dims)
+    for d in range(len(x.type.shape)):
+        inserted = d in dn.inserted_window_dims or d in dn.operand_batching_dims
+        window.append(1 if inserted else next(sizes))
+    upper = np.array([x.type.shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims],
+                     np.int32)
+    dtype = indices.type.dtype
+    largest = min(np.iinfo(np.int32).max, np.iinfo(dtype).max)
+    upper_c = b.constant(upper)
+    limit = b.broadcast_to(b.constant(largest, np.int32), upper_c.type.shape)
+    upper_v = b.emit("stablehlo.minimum", upper_c, limit)
+    if dtype != np.int32:
+        upper_v = b.convert(upper_v, dtype)
+    upper_v = b.broadcast(upper_v, indices.type.shape, (len(indices.type.shape) - 1,))
+    zero = b.broadcast_to(b.constant(0, dtype), indices.type.shape)
+    return b.emit("stablehlo.clamp", zero, indices, upper_v)
+
+
+@lowering.register(scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
+                   scatter_max_p)
+def _scatter_lowering(ctx: lowering.RuleContext, x: Value, indices: Value, updates: Value, *,
+                      dimension_numbers: Any, indices_are_sorted: bool, unique_indices: bool,
+                      mode: GatherScatterMode, update_jaxpr: Any, update_consts: tuple
+                      ) -> Value:
+    """XLA's scatter drops updates whose window does not fit; ``mode='clip'`` clamps the
+    indices first. The region combines an old value with an update."""
+    b, dn = ctx.b, dimension_numbers
+    if mode == GatherScatterMode.CLIP:
+        indices = _clamp_scatter_indices(b, x, indices, updates, dn)
+    dims = _struct("#stablehlo.scatter", [
+        ("update_window_dims", dn.update_window_dims),
+        ("inserted_window_dims", dn.inserted_window_dims),
+        ("input_batching_dims", dn.operand_batching_dims),
+        ("scatter_indices_batching_dims", dn.scatter_indices_batching_dims),
+        ("scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims),
+        ("index_vector_dim", len(indices.type.shape) - 1)])
+    scalar = TensorType((), x.type.dtype)
+
+    def combine(inner: lowering.Builder, args: list[Value]) -> list[Value]:
+        if update_jaxpr is None:
+            return [args[1]]
+        consts = [inner.constant(np.asarray(c)) for c in update_consts]
+        return lowering.lower_jaxpr_into(inner, update_jaxpr, consts, args)
+
+    attrs = {"indices_are_sorted": bool(indices_are_sorted), "scatter_dimension_numbers": dims,
+             "unique_indices": bool(unique_indices)}
+    region = lowering._region(b, [scalar, scalar], combine)
+    return b.op("stablehlo.scatter", [x, indices, updates], [x.type], attrs, [region]).result

@@ -19,9 +19,13 @@ from typing import Any
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler import lowering
+from minijax.compiler.stablehlo import TensorType, Typed, Value
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import ad
 from minijax.lax.elementwise import ORDERED, check_dtype, operand
-from minijax.lax.shapes import canonicalize_axes
+from minijax.lax.shapes import broadcast_in_dim, broadcasted_iota, canonicalize_axes, transpose_p
+from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]
 
@@ -97,6 +101,90 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = 
     return sort((keys, values), dimension, is_stable, num_keys=1)
 
 
+# The rules of sort: the tangents follow the values.
+
+
+def take_along_axis(x: Any, indices: Any, axis: int) -> Any:
+    """``x`` read at ``indices`` along ``axis`` (all other axes matched one to one), as a
+    gather with batching dimensions: what carries tangents through a permutation."""
+    batch = tuple(d for d in range(x.ndim) if d != axis)
+    dn = GatherDimensionNumbers(
+        offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
+        operand_batching_dims=batch, start_indices_batching_dims=batch)
+    index_vectors = broadcast_in_dim(indices, (*indices.shape, 1), tuple(range(x.ndim)))
+    return gather(x, index_vectors, dn, (1,) * x.ndim,
+                  mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _sort_jvp(primals: list, tangents: list, *, dimension: int, is_stable: bool,
+              num_keys: int) -> tuple[list[Any], list[Any]]:
+    """Sort an ``iota`` along with the operands to learn the permutation, then apply it
+    to every tangent."""
+    position = broadcasted_iota(np.int32, primals[0].shape, dimension)
+    *outs, permutation = sort_p.bind(*primals, position, dimension=dimension,
+                                     is_stable=is_stable, num_keys=num_keys)
+    tangents_out = [ad.Zero(ad.tangent_aval(o.aval)) if type(t) is ad.Zero
+                    else take_along_axis(t, permutation, dimension)
+                    for o, t in zip(outs, tangents)]
+    return outs, tangents_out
+
+
+ad.jvp_rules[sort_p] = _sort_jvp
+
+
+def _sort_keys(b: lowering.Builder, args: list[Value], num_keys: int
+               ) -> tuple[list[Value], list[Value]]:
+    """The comparator's keys: floats with -0.0 made 0.0 and every NaN the same NaN (then
+    compared in total order, so NaNs sort last); complex numbers as (real, imag)."""
+
+    def canonical(x: Value) -> Value:
+        zero = b.select(b.compare(x, b.constant(0, x.type.dtype), "EQ"),
+                        b.constant(0, x.type.dtype), x)
+        return b.select(b.compare(x, x, "NE"), b.constant(np.nan, x.type.dtype), zero)
+
+    x_keys, y_keys = [], []
+    for x, y in zip(args[:2 * num_keys:2], args[1:2 * num_keys:2]):
+        dtype = x.type.dtype
+        if dtype.kind == "c":
+            part = TensorType((), dtype.type(0).real.dtype)
+            for keys, v in ((x_keys, x), (y_keys, y)):
+                keys.append(canonical(b.emit("stablehlo.real", v, type=part)))
+                keys.append(canonical(b.emit("stablehlo.imag", v, type=part)))
+        elif dtypes.issubdtype(dtype, np.floating):
+            x_keys.append(canonical(x))
+            y_keys.append(canonical(y))
+        else:
+            x_keys.append(x)
+            y_keys.append(y)
+    return x_keys, y_keys
+
+
+def _sort_comparator(b: lowering.Builder, args: list[Value], num_keys: int) -> list[Value]:
+    """Lexicographic ``x < y`` on the keys, built from the last key to the first."""
+    x_keys, y_keys = _sort_keys(b, args, num_keys)
+    less = None
+    for xk, yk in zip(x_keys[::-1], y_keys[::-1]):
+        kind = "TOTALORDER" if dtypes.issubdtype(xk.type.dtype, np.floating) else None
+        lt = b.compare(xk, yk, "LT", kind)
+        if less is None:
+            less = lt
+        else:
+            less = b.emit("stablehlo.or", lt,
+                          b.emit("stablehlo.and", b.compare(xk, yk, "EQ", kind), less))
+    return [less]
+
+
+@lowering.register(sort_p)
+def _sort_lowering(ctx: lowering.RuleContext, *operands: Value, dimension: int,
+                   is_stable: bool, num_keys: int) -> list[Value]:
+    b = ctx.b
+    scalars = [TensorType((), x.type.dtype) for x in operands for _ in range(2)]
+    region = lowering._region(b, scalars, lambda r, args: _sort_comparator(r, args, num_keys))
+    attrs = {"dimension": Typed(dimension, "i64"), "is_stable": bool(is_stable)}
+    return b.op("stablehlo.sort", operands, [x.type for x in operands], attrs,
+                [region]).results
+
+
 # ---------------------------------------------------------------------------------------
 # top_k: the k largest entries along an axis, and where they were
 # ---------------------------------------------------------------------------------------
@@ -150,3 +238,37 @@ def top_k(operand_: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
     x = operand(operand_, top_k_p)
     values, indices = top_k_p.bind(x, k=int(k), axis=canonicalize_axis(int(axis), x.ndim))
     return values, indices
+
+
+# The rules of top_k: the values' tangents are read where the values were.
+
+
+def _top_k_jvp(primals: list, tangents: list, *, k: int, axis: int
+               ) -> tuple[list[Any], list[Any]]:
+    (x,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(x, k=k, axis=axis)
+    return [values, indices], [take_along_axis(t, indices, axis),
+                               ad.Zero(ad.tangent_aval(indices.aval))]
+
+
+ad.jvp_rules[top_k_p] = _top_k_jvp
+
+
+@lowering.register(top_k_p)
+def _top_k_lowering(ctx: lowering.RuleContext, x: Value, *, k: int, axis: int
+                    ) -> list[Value]:
+    """``chlo.top_k`` works on the last axis: transpose another axis there and back (by
+    ``transpose``'s lowering rule)."""
+    b, rank = ctx.b, len(x.type.shape)
+    swap = lowering.lowering_rules[transpose_p]
+    perm = None
+    if axis != rank - 1:
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        x = swap(ctx, x, permutation=tuple(perm))
+    shape = x.type.shape[:-1] + (k,)
+    outs = b.op("chlo.top_k", [x], [TensorType(shape, x.type.dtype),
+                                    TensorType(shape, np.dtype(np.int32))], {"k": k}).results
+    if perm is not None:
+        outs = [swap(ctx, o, permutation=tuple(perm)) for o in outs]
+    return outs

@@ -11,8 +11,8 @@ round back to the input's dtype:
 * ``erf_inv`` starts from a cheap closed-form guess and polishes it with Newton steps
   on ``erf``.
 
-Their derivatives live with the other JVP rules (``interpreters/jvp_rules.py``): erf's is
-2/√π·exp(-x²), lgamma's is digamma. All five accept floating-point dtypes only, as in JAX.
+Their rules follow them at the end of this module: erf's derivative is 2/√π·exp(-x²),
+lgamma's is digamma. All five accept floating-point dtypes only, as in JAX.
 """
 
 from __future__ import annotations
@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from minijax.lax.elementwise import FLOAT, _api, unary_primitive
+from minijax.compiler import lowering
+from minijax.compiler.stablehlo import Value
+from minijax.core import Primitive
+from minijax.interpreters import ad
+from minijax.lax.elementwise import FLOAT, _api, exp, mul, neg, square, unary_primitive
+from minijax.lax.shapes import full_like
 
 __all__ = [
     "digamma",
@@ -117,3 +122,46 @@ erfc = _api(erfc_p, "Elementwise complementary error function 1 - erf(x).")
 erf_inv = _api(erf_inv_p, "Elementwise inverse of erf (±inf at ±1, NaN beyond).")
 lgamma = _api(lgamma_p, "Elementwise log |Γ(x)| (inf at the poles 0, -1, -2, ...).")
 digamma = _api(digamma_p, "Elementwise ψ(x), the derivative of lgamma.")
+
+
+# ---------------------------------------------------------------------------------------
+# Rules: JVP (the derivative times the tangent; digamma has none, as polygamma is not a
+# minijax primitive), lowering (each is one op of XLA's CHLO dialect)
+# ---------------------------------------------------------------------------------------
+
+
+def _defjvp(primitive: Primitive, derivative: Callable[[Any, Any, Any], Any]) -> None:
+    """Register the rule "tangent = derivative(t, out, x)" of a one-input function
+    (its tangent is a symbolic zero when ``t`` is)."""
+
+    def rule(primals: list, tangents: list) -> tuple[Any, Any]:
+        (x,), (t,) = primals, tangents
+        out = primitive.bind(x)
+        if type(t) is ad.Zero:
+            return out, ad.Zero(ad.tangent_aval(out.aval))
+        return out, derivative(t, out, x)
+
+    ad.jvp_rules[primitive] = rule
+
+
+def _gaussian_term(scale: float) -> Callable[[Any, Any, Any], Any]:
+    """``scale`` · exp(-x²) dx: the derivatives of erf (2/√π) and erfc (-2/√π). (Constants
+    are scalars of ``x``'s dtype and weak type: a formula never promotes.)"""
+    return lambda t, out, x: mul(full_like(x, scale, shape=()), mul(t, exp(neg(square(x)))))
+
+
+_defjvp(erf_p, _gaussian_term(2 / np.sqrt(np.pi)))
+_defjvp(erfc_p, _gaussian_term(-2 / np.sqrt(np.pi)))
+# erf_inv' = 1 / erf'(erf_inv x) = √π/2 · exp(out²).
+_defjvp(erf_inv_p, lambda t, out, x: mul(full_like(x, np.sqrt(np.pi) / 2, shape=()),
+                                         mul(t, exp(square(out)))))
+_defjvp(lgamma_p, lambda t, out, x: mul(t, digamma(x)))
+
+
+def _chlo(op_name: str) -> Callable[..., Value]:
+    return lambda ctx, x: ctx.b.emit(op_name, x, type=ctx.type_out)
+
+
+for _prim, _name in ((erf_p, "chlo.erf"), (erfc_p, "chlo.erfc"), (erf_inv_p, "chlo.erf_inv"),
+                     (lgamma_p, "chlo.lgamma"), (digamma_p, "chlo.digamma")):
+    lowering.lowering_rules[_prim] = _chlo(_name)
