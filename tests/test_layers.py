@@ -29,7 +29,7 @@ LAYERS: dict[str, list[str]] = {
         "compiler.lowering", "compiler.jit", "compiler.stages",
     ],
     "primitives": [
-        "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg", "lax.slicing",
+        "lax.base", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg", "lax.slicing",
         "lax.sorting", "lax.special", "lax.convolution",
         "interpreters.jvp_rules", "interpreters.transpose_rules", "interpreters.jit_ad",
         "compiler.lowering_rules",

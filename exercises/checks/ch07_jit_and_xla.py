@@ -30,7 +30,7 @@ from grader.checks import (
 )
 from minijax import core, lax
 from minijax.compiler import lowering, numpy_backend, passes, stablehlo
-from minijax.lax.elementwise import FLOAT, operand, unary_rule
+from minijax.lax.base import FLOAT, operand, unary_rule
 
 f32 = np.float32
 

@@ -33,10 +33,10 @@ from minijax.compiler.stablehlo import (
     Typed,
     Value,
 )
-from minijax.interpreters.ad import add_any_p
 from minijax.jaxpr import ClosedJaxpr
 from minijax.lax import linalg as lax_linalg
 from minijax.lax import shapes as lax_shapes
+from minijax.lax.base import _nary, reduce_op, reduction_lowering, transpose_op
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
 from minijax.lax.elementwise import (
@@ -44,7 +44,6 @@ from minijax.lax.elementwise import (
     abs_p,
     acos_p,
     acosh_p,
-    add_p,
     and_p,
     asin_p,
     asinh_p,
@@ -58,30 +57,14 @@ from minijax.lax.elementwise import (
     clz_p,
     complex_p,
     conj_p,
-    convert_element_type_p,
-    cos_p,
     cosh_p,
-    div_p,
-    eq_p,
     exp2_p,
-    exp_p,
     expm1_p,
     floor_p,
-    ge_p,
-    gt_p,
     imag_p,
-    integer_pow_p,
     is_finite_p,
-    le_p,
     log1p_p,
-    log_p,
     logistic_p,
-    lt_p,
-    max_p,
-    min_p,
-    mul_p,
-    ne_p,
-    neg_p,
     nextafter_p,
     not_p,
     or_p,
@@ -92,22 +75,17 @@ from minijax.lax.elementwise import (
     rem_p,
     round_p,
     rsqrt_p,
-    select_n_p,
     shift_left_p,
     shift_right_arithmetic_p,
     shift_right_logical_p,
     sign_p,
-    sin_p,
     sinh_p,
     sqrt_p,
     square_p,
     stop_gradient_p,
-    sub_p,
     tan_p,
-    tanh_p,
     xor_p,
 )
-from minijax.lax.linalg import dot_general_p
 from minijax.lax.reductions import (
     argmax_p,
     argmin_p,
@@ -121,22 +99,18 @@ from minijax.lax.reductions import (
     reduce_min_p,
     reduce_or_p,
     reduce_prod_p,
-    reduce_sum_p,
     reduce_xor_p,
 )
 from minijax.lax.shapes import (
-    broadcast_in_dim_p,
     concatenate_p,
     copy_p,
     iota_p,
     pad_p,
-    reshape_p,
     rev_p,
     split_p,
     squeeze_p,
     stack_p,
     tile_p,
-    transpose_p,
     unstack_p,
 )
 from minijax.lax.slicing import (
@@ -160,31 +134,16 @@ from minijax.lax.special import digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p
 # ---------------------------------------------------------------------------------------
 
 
-def _nary(op_name: str) -> Callable[..., Value]:
-    """An elementwise op: operands of a smaller shape are broadcast first."""
-
-    def rule(ctx: RuleContext, *args: Value, **params: Any) -> Value:
-        shape = tuple(ctx.avals_out[0].shape)
-        args = [ctx.b.broadcast_to(a, shape) for a in args]
-        return ctx.b.emit(op_name, *args, type=ctx.type_out)
-
-    return rule
-
-
 _ELEMENTWISE = {
-    neg_p: "stablehlo.negate", floor_p: "stablehlo.floor", ceil_p: "stablehlo.ceil",
-    is_finite_p: "stablehlo.is_finite", exp_p: "stablehlo.exponential",
-    log_p: "stablehlo.log", log1p_p: "stablehlo.log_plus_one",
+    floor_p: "stablehlo.floor", ceil_p: "stablehlo.ceil",
+    is_finite_p: "stablehlo.is_finite", log1p_p: "stablehlo.log_plus_one",
     expm1_p: "stablehlo.exponential_minus_one", sqrt_p: "stablehlo.sqrt",
-    rsqrt_p: "stablehlo.rsqrt", cbrt_p: "stablehlo.cbrt", sin_p: "stablehlo.sine",
-    cos_p: "stablehlo.cosine", tan_p: "stablehlo.tan", tanh_p: "stablehlo.tanh",
+    rsqrt_p: "stablehlo.rsqrt", cbrt_p: "stablehlo.cbrt", tan_p: "stablehlo.tan",
     asin_p: "chlo.asin", acos_p: "chlo.acos", atan_p: "chlo.atan",
     sinh_p: "chlo.sinh", cosh_p: "chlo.cosh", asinh_p: "chlo.asinh",
     acosh_p: "chlo.acosh", atanh_p: "chlo.atanh", real_p: "stablehlo.real",
     imag_p: "stablehlo.imag", not_p: "stablehlo.not",
     population_count_p: "stablehlo.popcnt", abs_p: "stablehlo.abs",
-    add_p: "stablehlo.add", sub_p: "stablehlo.subtract",
-    mul_p: "stablehlo.multiply", div_p: "stablehlo.divide",
     rem_p: "stablehlo.remainder",
     atan2_p: "stablehlo.atan2", nextafter_p: "chlo.next_after",
     complex_p: "stablehlo.complex", and_p: "stablehlo.and", or_p: "stablehlo.or",
@@ -267,125 +226,14 @@ def _round(ctx: RuleContext, x: Value, rounding_method: int = 0) -> Value:
                       x)
 
 
-def _minmax(op_name: str, direction: str) -> Callable[..., Value]:
-    """max/min; complex numbers compare by real part, then imaginary part."""
-    elementwise = _nary(op_name)
-
-    def rule(ctx: RuleContext, x: Value, y: Value) -> Value:
-        if x.type.dtype.kind != "c":
-            return elementwise(ctx, x, y)
-        b = ctx.b
-        x, y = (b.broadcast_to(v, ctx.type_out.shape) for v in (x, y))
-        part = TensorType(x.type.shape, x.type.dtype.type(0).real.dtype)
-        rx, ry = b.emit("stablehlo.real", x, type=part), b.emit("stablehlo.real", y, type=part)
-        real_eq, real_cmp = b.compare(rx, ry, "EQ"), b.compare(rx, ry, direction)
-        ix, iy = b.emit("stablehlo.imag", x, type=part), b.emit("stablehlo.imag", y, type=part)
-        pick_x = b.select(real_eq, b.compare(ix, iy, direction), real_cmp)
-        return b.select(pick_x, x, y)
-
-    return rule
-
-
-lowering_rules[max_p] = _minmax("stablehlo.maximum", "GT")
-lowering_rules[min_p] = _minmax("stablehlo.minimum", "LT")
-
-
-def _comparison(direction: str) -> Callable[..., Value]:
-    def rule(ctx: RuleContext, x: Value, y: Value) -> Value:
-        shape = tuple(ctx.avals_out[0].shape)
-        x, y = ctx.b.broadcast_to(x, shape), ctx.b.broadcast_to(y, shape)
-        return ctx.b.compare(x, y, direction)
-    return rule
-
-
-for _prim, _direction in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"),
-                          (le_p, "LE"), (gt_p, "GT"), (ge_p, "GE")):
-    lowering_rules[_prim] = _comparison(_direction)
-
-
-@register(integer_pow_p)
-def _integer_pow(ctx: RuleContext, x: Value, y: int) -> Value:
-    """Repeated squaring (x**5 = x * (x*x)*(x*x)); 1, 2, 3 and -1 directly."""
-    b = ctx.b
-    mul = lambda u, v: b.emit("stablehlo.multiply", u, v)
-    if y == 1:
-        return x
-    if y == 2:
-        return mul(x, x)
-    if y == 3:
-        return mul(mul(x, x), x)
-    if y == -1:
-        return b.emit("stablehlo.divide", b.full(1, x.type), x)
-    if y == 0:
-        return b.full_if_needed(1, x.type)
-    n, acc = abs(y), None
-    while n > 0:
-        if n & 1:
-            acc = x if acc is None else mul(acc, x)
-        n >>= 1
-        if n > 0:
-            x = mul(x, x)
-    if y < 0:
-        return b.emit("stablehlo.divide", b.full_if_needed(1, acc.type), acc)
-    return acc
-
-
-@register(convert_element_type_p)
-def _convert_element_type(ctx: RuleContext, x: Value, new_dtype: np.dtype,
-                          weak_type: bool, **params: Any) -> Value:
-    """A convert even when only the weak type changes; complex -> real keeps the real part."""
-    if x.type.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
-        part = TensorType(x.type.shape, x.type.dtype.type(0).real.dtype)
-        x = ctx.b.emit("stablehlo.real", x, type=part)
-    return ctx.b.convert(x, new_dtype)
-
-
-@register(select_n_p)
-def _select_n(ctx: RuleContext, which: Value, *cases: Value) -> Value:
-    """Two cases: one ``select``; more: a binary tree of selects on ``which < mid``."""
-    b = ctx.b
-    if which.type.dtype == np.bool_:
-        return cases[0] if len(cases) == 1 else b.select(which, cases[1], cases[0])
-
-    def pick(offset: int, cases: Sequence[Value]) -> Value:
-        if len(cases) == 1:
-            return cases[0]
-        mid = len(cases) // 2
-        pred = b.compare(which, b.full(offset + mid, which.type), "LT")
-        return b.select(pred, pick(offset, cases[:mid]), pick(offset + mid, cases[mid:]))
-
-    return pick(0, cases)
-
-
 # ---------------------------------------------------------------------------------------
 # Shapes
 # ---------------------------------------------------------------------------------------
 
 
-@register(broadcast_in_dim_p)
-def _broadcast_in_dim(ctx: RuleContext, x: Value, shape: tuple[int, ...],
-                      broadcast_dimensions: tuple[int, ...], sharding: Any) -> Value:
-    return ctx.b.broadcast(x, shape, broadcast_dimensions)
-
-
-@register(reshape_p)
-def _reshape(ctx: RuleContext, x: Value, new_sizes: tuple[int, ...], dimensions: Any,
-             sharding: Any) -> Value:
-    if dimensions is not None:
-        x = _transpose(ctx, x, permutation=dimensions)
-    return ctx.b.emit("stablehlo.reshape", x, type=ctx.type_out)
-
-
 @register(squeeze_p)
 def _squeeze(ctx: RuleContext, x: Value, dimensions: tuple[int, ...]) -> Value:
     return ctx.b.emit("stablehlo.reshape", x, type=ctx.type_out)
-
-
-@register(transpose_p)
-def _transpose(ctx: RuleContext, x: Value, permutation: tuple[int, ...]) -> Value:
-    shape = tuple(x.type.shape[p] for p in permutation)
-    return ctx.b.emit("stablehlo.transpose", x, type=TensorType(shape, x.type.dtype),
-                      dims=tuple(permutation))
 
 
 @register(rev_p)
@@ -540,7 +388,7 @@ def _gather_rule(ctx: RuleContext, x: Value, indices: Value, *, dimension_number
                                                      index_type.shape), "GE")
     upper = b.broadcast(upper, (1,) * batch_rank + upper.type.shape, (batch_rank,))
     in_bounds = b.compare(indices, b.broadcast_to(upper, index_type.shape), "LE")
-    mask = _reduce(b, [b.emit("stablehlo.and", non_negative, in_bounds)],
+    mask = reduce_op(b, [b.emit("stablehlo.and", non_negative, in_bounds)],
                    [b.constant(True)], "stablehlo.and", (batch_rank,))[0]
     gathered = _gather(b, x, indices, dn, slice_sizes, indices_are_sorted, out)
     batch_dims = [d for d in range(len(out.shape)) if d not in dn.offset_dims]
@@ -609,19 +457,6 @@ for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p,
 # ---------------------------------------------------------------------------------------
 
 
-def _reduce(b: Builder, inputs: Sequence[Value], inits: Sequence[Value], op_name: str | None,
-            dims: Sequence[int], body: Callable | None = None) -> list[Value]:
-    """``stablehlo.reduce`` over ``dims``; the body is one binary op or ``body``."""
-    scalars = [TensorType((), x.type.dtype) for x in inputs]
-    if body is None:
-        body = lambda inner, args: [inner.emit(op_name, *args)]
-    region = _region(b, scalars + scalars, body)
-    out_types = [TensorType(tuple(n for d, n in enumerate(x.type.shape) if d not in dims),
-                            x.type.dtype) for x in inputs]
-    return b.op("stablehlo.reduce", [*inputs, *inits], out_types,
-                {"dimensions": tuple(dims)}, [region]).results
-
-
 def _lowest(dtype: np.dtype) -> Any:
     """The identity of max: -inf, the smallest integer, False."""
     if dtype == np.bool_:
@@ -636,7 +471,6 @@ def _highest(dtype: np.dtype) -> Any:
 
 
 _REDUCTIONS = {
-    reduce_sum_p: ("stablehlo.add", lambda dt: 0),
     reduce_prod_p: ("stablehlo.multiply", lambda dt: 1),
     reduce_max_p: ("stablehlo.maximum", _lowest),
     reduce_min_p: ("stablehlo.minimum", _highest),
@@ -646,15 +480,8 @@ _REDUCTIONS = {
 }
 
 
-def _reduction(op_name: str, identity: Callable[[np.dtype], Any]) -> Callable[..., Value]:
-    def rule(ctx: RuleContext, x: Value, *, axes: tuple[int, ...], **params: Any) -> Value:
-        init = ctx.b.constant(np.array(identity(x.type.dtype)).astype(x.type.dtype))
-        return _reduce(ctx.b, [x], [init], op_name, axes)[0]
-    return rule
-
-
 for _prim, (_name, _identity) in _REDUCTIONS.items():
-    lowering_rules[_prim] = _reduction(_name, _identity)
+    lowering_rules[_prim] = reduction_lowering(_name, _identity)
 
 
 def _argminmax(direction: str, identity: Callable[[np.dtype], Any]) -> Callable[..., Value]:
@@ -681,7 +508,7 @@ def _argminmax(direction: str, identity: Callable[[np.dtype], Any]) -> Callable[
                 pick_x_idx = r.emit("stablehlo.or", pick_x, tie)
                 return [r.select(pick_x, x_val, y_val), r.select(pick_x_idx, x_idx, y_idx)]
 
-            return [_reduce(b, [operand, iota], inits, None, axes, body)[1]]
+            return [reduce_op(b, [operand, iota], inits, None, axes, body)[1]]
 
         name = "argmax" if direction == "GT" else "argmin"
         key = (name, axes, index_dtype, x.type)
@@ -759,24 +586,8 @@ lowering_rules[cumlogsumexp_p] = _cumulative("cumlogsumexp", None, _lowest,
 
 
 # ---------------------------------------------------------------------------------------
-# dot_general, sorting
+# Sorting
 # ---------------------------------------------------------------------------------------
-
-
-@register(dot_general_p)
-def _dot_general(ctx: RuleContext, lhs: Value, rhs: Value, *, dimension_numbers: Any,
-                 precision: Any, preferred_element_type: Any, out_sharding: Any) -> Value:
-    """Operands of different dtypes are first converted to the result's dtype."""
-    b, out = ctx.b, ctx.type_out
-    if lhs.type.dtype != rhs.type.dtype:
-        lhs, rhs = b.convert(lhs, out.dtype), b.convert(rhs, out.dtype)
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
-    names = ("DEFAULT", "DEFAULT") if precision is None else tuple(str(p) for p in precision)
-    attrs = {"contracting_dims": (tuple(lhs_contract), tuple(rhs_contract)),
-             "precision": names}
-    if lhs_batch:
-        attrs = {"batching_dims": (tuple(lhs_batch), tuple(rhs_batch)), **attrs}
-    return b.emit("stablehlo.dot_general", lhs, rhs, type=out, **attrs)
 
 
 def _sort_keys(b: Builder, args: list[Value], num_keys: int) -> tuple[list[Value], list[Value]]:
@@ -839,12 +650,12 @@ def _top_k(ctx: RuleContext, x: Value, *, k: int, axis: int) -> list[Value]:
     if axis != rank - 1:
         perm = list(range(rank))
         perm[axis], perm[-1] = perm[-1], perm[axis]
-        x = _transpose(ctx, x, tuple(perm))
+        x = transpose_op(ctx, x, tuple(perm))
     shape = x.type.shape[:-1] + (k,)
     outs = b.op("chlo.top_k", [x], [TensorType(shape, x.type.dtype),
                                     TensorType(shape, np.dtype(np.int32))], {"k": k}).results
     if perm is not None:
-        outs = [_transpose(ctx, o, tuple(perm)) for o in outs]
+        outs = [transpose_op(ctx, o, tuple(perm)) for o in outs]
     return outs
 
 
@@ -965,8 +776,6 @@ def _scan(ctx: RuleContext, *args: Value, jaxpr: ClosedJaxpr, length: int, rever
     return op.results[n_fixed + 1:]
 
 
-# reverse mode's sum of two cotangents
-lowering_rules[add_any_p] = _nary("stablehlo.add")
 
 
 # ---------------------------------------------------------------------------------------
@@ -1186,7 +995,7 @@ def _lu(ctx: RuleContext, x: Value) -> list[Value]:
         j_b = r.broadcast(j, perm_t.shape, range(batch + 1))
         i_b = r.broadcast(i, perm_t.shape, ())
         p_j_mask = r.compare(iota, j_b, "EQ")
-        p_j = _reduce(r, [r.select(p_j_mask, p, r.full(0, perm_t))], [r.constant(0, i32)],
+        p_j = reduce_op(r, [r.select(p_j_mask, p, r.full(0, perm_t))], [r.constant(0, i32)],
                       "stablehlo.add", (batch,))[0]
         p_j = r.emit("stablehlo.reshape", p_j, type=col)
         swapped = r.select(p_j_mask, r.broadcast(p_i, perm_t.shape, range(batch + 1)), p)

@@ -47,10 +47,10 @@ from minijax.jaxpr import (
     merge_consts,
     split_list,
 )
+from minijax.lax.base import broadcast_in_dim, convert_element_type
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
-from minijax.lax.elementwise import convert_element_type
-from minijax.lax.shapes import MemorySpace, broadcast_in_dim, empty2_p
+from minijax.lax.shapes import MemorySpace, empty2_p
 from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------

@@ -31,59 +31,19 @@ from minijax import debug, dtypes, lax
 from minijax.core import Primitive
 from minijax.interpreters.ad import (
     Zero,
-    add_any_p,
     add_tangents,
     deflinear,
     defzero,
     instantiate,
-    is_differentiable,
     jvp_of,
     jvp_rules,
     tangent_aval,
 )
 from minijax.lax import elementwise as ew
 from minijax.lax import linalg, reductions, shapes, slicing, sorting, special
+from minijax.lax.base import Term, _broadcast_like, _const, _zeros, defjvp
 from minijax.lax.linalg import matrix_transpose
 from minijax.runtime import _copy_p as device_put_p
-
-Term = Callable[..., Any]  # (tangent, output, *primals, **params) -> tangent contribution
-
-
-def _broadcast_like(t: Any, out: Any) -> Any:
-    """``lax`` lets a scalar or a size-1 dimension meet a full one; the tangent of such an
-    input must be stretched to the output's shape like the input itself was."""
-    if t.shape == out.shape:
-        return t
-    dims = () if t.ndim == 0 else tuple(range(t.ndim))
-    return lax.broadcast_in_dim(t, out.shape, dims)
-
-
-def defjvp(primitive: Primitive, *terms: Term | None) -> None:
-    """Register the rule "tangent = Σᵢ terms[i](tᵢ, out, *primals)" (``None``: no term)."""
-
-    def rule(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
-        out = primitive.bind(*primals, **params)
-        tangent: Any = Zero(tangent_aval(out.aval))
-        if not is_differentiable(out.aval):
-            return out, tangent
-        for term, t in zip(terms, tangents):
-            if term is not None and type(t) is not Zero:
-                contribution = _broadcast_like(term(t, out, *primals, **params), out)
-                tangent = add_tangents(tangent, contribution)
-        return out, tangent
-
-    jvp_rules[primitive] = rule
-
-
-def _const(x: Any, value: float) -> Any:
-    """``value`` as a scalar of ``x``'s dtype and weak type: a constant in a formula
-    adopts the type of the value it meets, like a Python scalar (so rules never promote,
-    and the tangent of a weakly typed value stays weak, as in JAX)."""
-    return lax.full_like(x, value, shape=())
-
-
-def _zeros(x: Any) -> Any:
-    return lax.full_like(x, 0)
 
 
 def _replace_zero(x: Any) -> Any:
@@ -99,9 +59,6 @@ def _is_complex(x: Any) -> bool:
 # Elementwise: one term per input
 # ---------------------------------------------------------------------------------------
 
-defjvp(ew.neg_p, lambda t, out, x: lax.neg(t))
-defjvp(ew.sin_p, lambda t, out, x: lax.mul(t, lax.cos(x)))
-defjvp(ew.cos_p, lambda t, out, x: lax.neg(lax.mul(t, lax.sin(x))))
 defjvp(ew.tan_p, lambda t, out, x: lax.mul(t, lax.add(_const(x, 1), lax.square(out))))
 defjvp(ew.asin_p, lambda t, out, x: lax.mul(t, lax.rsqrt(lax.sub(_const(x, 1), lax.square(x)))))
 defjvp(ew.acos_p,
@@ -109,17 +66,12 @@ defjvp(ew.acos_p,
 defjvp(ew.atan_p, lambda t, out, x: lax.div(t, lax.add(_const(x, 1), lax.square(x))))
 defjvp(ew.sinh_p, lambda t, out, x: lax.mul(t, lax.cosh(x)))
 defjvp(ew.cosh_p, lambda t, out, x: lax.mul(t, lax.sinh(x)))
-# (1 + tanh)(1 - tanh) rather than 1 - tanh², as JAX writes it (same rounding).
-defjvp(ew.tanh_p, lambda t, out, x: lax.mul(lax.add(t, lax.mul(t, out)),
-                                            lax.sub(_const(x, 1), out)))
 defjvp(ew.asinh_p, lambda t, out, x: lax.mul(t, lax.rsqrt(lax.add(lax.square(x), _const(x, 1)))))
 defjvp(ew.acosh_p, lambda t, out, x: lax.mul(
     t, lax.rsqrt(lax.mul(lax.sub(x, _const(x, 1)), lax.add(x, _const(x, 1))))))
 defjvp(ew.atanh_p, lambda t, out, x: lax.mul(lax.integer_pow(lax.add(_const(x, 1), x), -1),
                                              lax.div(t, lax.sub(_const(x, 1), x))))
-defjvp(ew.exp_p, lambda t, out, x: lax.mul(t, out))
 defjvp(ew.exp2_p, lambda t, out, x: lax.mul(_const(x, np.log(2)), lax.mul(t, out)))
-defjvp(ew.log_p, lambda t, out, x: lax.div(t, x))
 defjvp(ew.log1p_p, lambda t, out, x: lax.div(t, lax.add(x, _const(x, 1))))
 defjvp(ew.expm1_p, lambda t, out, x: lax.mul(t, lax.add(out, _const(x, 1))))
 defjvp(ew.sqrt_p, lambda t, out, x: lax.mul(t, lax.div(_const(x, 0.5), out)))
@@ -158,46 +110,6 @@ def _abs_term(t: Any, out: Any, x: Any) -> Any:
 defjvp(ew.abs_p, _abs_term)
 
 
-def _integer_pow_term(t: Any, out: Any, x: Any, *, y: int) -> Any:
-    if y == 0:
-        return _zeros(t)
-    power = x if y == 2 else lax.integer_pow(x, y - 1)
-    return lax.mul(t, lax.mul(_const(x, y), power))
-
-
-defjvp(ew.integer_pow_p, _integer_pow_term)
-
-
-
-def _defjvp_add_or_sub(primitive: Primitive) -> None:
-    """``add`` and ``sub`` are linear: when both tangents are nonzero, the output's tangent
-    is the same operation on the tangents (``add``/``sub``, as JAX writes it, not a sum of
-    terms with ``add_any``), so a jvp's jaxpr reads like the function it differentiates."""
-    negate_y = primitive is ew.sub_p
-
-    def rule(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
-        out = primitive.bind(*primals, **params)
-        tx, ty = tangents
-        if type(tx) is Zero and type(ty) is Zero:
-            return out, Zero(tangent_aval(out.aval))
-        if type(ty) is Zero:
-            return out, _broadcast_like(tx, out)
-        if type(tx) is Zero:
-            return out, _broadcast_like(lax.neg(ty) if negate_y else ty, out)
-        return out, primitive.bind(tx, ty, **params)
-
-    jvp_rules[primitive] = rule
-
-
-_defjvp_add_or_sub(ew.add_p)
-_defjvp_add_or_sub(ew.sub_p)
-defjvp(ew.mul_p, lambda t, out, x, y: lax.mul(t, y), lambda t, out, x, y: lax.mul(x, t))
-defjvp(ew.div_p, lambda t, out, x, y: lax.div(t, y),
-       lambda t, out, x, y: lax.mul(lax.mul(lax.neg(t), x), lax.integer_pow(y, -2)))
-defjvp(add_any_p, lambda t, out, x, y: t, lambda t, out, x, y: t)
-
-
-
 def _strong(x: Any) -> Any:
     """``x`` without its weak type (JAX's pow rule converts its operands so)."""
     return lax.convert_element_type(x, x.dtype)
@@ -227,18 +139,6 @@ defjvp(ew.pow_p, _pow_base_term,
        lambda t, out, x, y: _strong(lax.mul(t, lax.mul(lax.log(_replace_zero(x)), out))))
 
 
-def _chosen_weight(x: Any, out: Any, other: Any) -> Any:
-    """1 where ``x`` is the result of max/min, ½ where both inputs are (a tie), else 0:
-    (x == out) / (1 + (other == out))."""
-    chosen = lax.select(lax.eq(x, out), lax.full_like(out, 1), _zeros(out))
-    return lax.div(chosen, lax.select(lax.eq(other, out), lax.full_like(out, 2),
-                                      lax.full_like(out, 1)))
-
-
-for _p in (ew.max_p, ew.min_p):
-    defjvp(_p, lambda t, out, x, y: lax.mul(t, _chosen_weight(x, out, y)),
-           lambda t, out, x, y: lax.mul(t, _chosen_weight(y, out, x)))
-
 defjvp(ew.atan2_p,
        lambda t, out, x, y: lax.mul(t, lax.div(y, lax.add(lax.square(x), lax.square(y)))),
        lambda t, out, x, y: lax.mul(t, lax.div(lax.neg(x), lax.add(lax.square(x),
@@ -251,7 +151,7 @@ defjvp(ew.rem_p, lambda t, out, x, y: t,
 # Piecewise constant, or with integer or boolean results: zero tangents. (``nextafter``
 # has no rule, as in JAX: differentiating it raises NotImplementedError.)
 for _p in (ew.sign_p, ew.floor_p, ew.ceil_p, ew.round_p, ew.is_finite_p, ew.stop_gradient_p,
-           ew.eq_p, ew.ne_p, ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.and_p, ew.or_p, ew.xor_p,
+           ew.and_p, ew.or_p, ew.xor_p,
            ew.not_p, ew.shift_left_p, ew.shift_right_logical_p, ew.shift_right_arithmetic_p,
            ew.population_count_p, ew.clz_p, ew.bitcast_convert_type_p, shapes.iota_p,
            shapes.empty2_p, reductions.argmax_p, reductions.argmin_p, reductions.reduce_and_p,
@@ -262,30 +162,6 @@ for _p in (ew.sign_p, ew.floor_p, ew.ceil_p, ew.round_p, ew.is_finite_p, ew.stop
 # ---------------------------------------------------------------------------------------
 # Conversion and selection
 # ---------------------------------------------------------------------------------------
-
-
-def _convert_rule(primals: list, tangents: list, *, new_dtype: np.dtype, weak_type: bool
-                  ) -> tuple[Any, Any]:
-    (x,), (t,) = primals, tangents
-    out = ew.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if type(t) is Zero or not is_differentiable(out.aval):
-        return out, Zero(tangent_aval(out.aval))
-    return out, ew.convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
-
-
-jvp_rules[ew.convert_element_type_p] = _convert_rule
-
-
-def _select_n_rule(primals: list, tangents: list) -> tuple[Any, Any]:
-    which, *cases = primals
-    out = ew.select_n_p.bind(which, *cases)
-    case_tangents = tangents[1:]
-    if all(type(t) is Zero for t in case_tangents):
-        return out, Zero(tangent_aval(out.aval))
-    return out, ew.select_n_p.bind(which, *map(instantiate, case_tangents))
-
-
-jvp_rules[ew.select_n_p] = _select_n_rule
 
 
 def _clamp_rule(primals: list, tangents: list) -> tuple[Any, Any]:
@@ -311,10 +187,9 @@ jvp_rules[ew.clamp_p] = _clamp_rule
 # Shapes: linear in their array inputs
 # ---------------------------------------------------------------------------------------
 
-for _p in (shapes.broadcast_in_dim_p, shapes.reshape_p, shapes.transpose_p, shapes.squeeze_p,
-           shapes.rev_p, shapes.pad_p, shapes.concatenate_p, shapes.stack_p, shapes.unstack_p,
-           shapes.split_p, shapes.tile_p, shapes.copy_p, device_put_p,
-           reductions.reduce_sum_p, reductions.cumsum_p):
+for _p in (shapes.squeeze_p, shapes.rev_p, shapes.pad_p, shapes.concatenate_p, shapes.stack_p,
+           shapes.unstack_p, shapes.split_p, shapes.tile_p, shapes.copy_p, device_put_p,
+           reductions.cumsum_p):
     deflinear(_p)
 
 
@@ -557,15 +432,6 @@ def _logaddexp(x: Any, y: Any) -> Any:
 
 
 jvp_rules[reductions.cumlogsumexp_p] = _cumulative_rule(reductions.cumlogsumexp_p, _logaddexp)
-
-
-# ---------------------------------------------------------------------------------------
-# dot_general: bilinear
-# ---------------------------------------------------------------------------------------
-
-defjvp(linalg.dot_general_p,
-       lambda t, out, x, y, **params: linalg.dot_general_p.bind(t, y, **params),
-       lambda t, out, x, y, **params: linalg.dot_general_p.bind(x, t, **params))
 
 
 # ---------------------------------------------------------------------------------------

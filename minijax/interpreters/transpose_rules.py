@@ -22,42 +22,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from minijax import lax
-from minijax.core import Primitive
-from minijax.interpreters.ad import Zero, add_any_p, instantiate
+from minijax.interpreters.ad import Zero, instantiate
 from minijax.interpreters.jvp_rules import gather_of_scatter
 from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
 from minijax.lax import elementwise as ew
 from minijax.lax import linalg, reductions, shapes, slicing
+from minijax.lax.base import _linear_unary, _unbroadcast
 from minijax.runtime import _copy_p as device_put_p
-
-
-def _unbroadcast(ct: Any, aval: Any) -> Any:
-    """Undo the trivial broadcasting of elementwise ops: sum ``ct`` down to ``aval``'s shape.
-
-    ``lax`` lets a scalar or a size-1 dimension meet a full one; its cotangent is the sum
-    over the dimensions it was stretched along.
-    """
-    if ct.shape == aval.shape:
-        return ct
-    if not aval.shape:
-        return lax.reduce_sum(ct, tuple(range(ct.ndim)))
-    axes = tuple(i for i, (a, c) in enumerate(zip(aval.shape, ct.shape)) if a == 1 and c != 1)
-    return lax.reshape(lax.reduce_sum(ct, axes), aval.shape)
-
-
-def _linear_unary(primitive: Primitive, fn: Callable[..., Any]) -> None:
-    """The rule of a one-input linear primitive whose transpose is ``fn(ct, x, **params)``."""
-    deftranspose(primitive, lambda ct, x, **params: [fn(ct, x, **params)])
-
 
 # ---------------------------------------------------------------------------------------
 # Elementwise
 # ---------------------------------------------------------------------------------------
 
-_linear_unary(ew.neg_p, lambda ct, x: lax.neg(ct))
 _linear_unary(ew.real_p, lambda ct, x: lax.complex(ct, lax.full_like(ct, 0)))
 _linear_unary(ew.imag_p, lambda ct, x: lax.complex(lax.full_like(ct, 0), lax.neg(ct)))
 _linear_unary(ew.conj_p, lambda ct, x, input_dtype: (
@@ -69,65 +46,12 @@ _linear_unary(device_put_p, lambda ct, x: ct)
 transpose_rules[ew.stop_gradient_p] = lambda ct, x: [Zero(x.aval)]
 
 
-def _add_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    return [_unbroadcast(ct, x.aval) if is_undefined(x) else None,
-            _unbroadcast(ct, y.aval) if is_undefined(y) else None]
-
-
-def _sub_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    return [_unbroadcast(ct, x.aval) if is_undefined(x) else None,
-            _unbroadcast(lax.neg(ct), y.aval) if is_undefined(y) else None]
-
-
-def _mul_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    """Exactly one factor is linear; its cotangent is ``ct`` times the other factor."""
-    if is_undefined(x):
-        return [_unbroadcast(lax.mul(ct, y), x.aval), None]
-    return [None, _unbroadcast(lax.mul(x, ct), y.aval)]
-
-
-def _div_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    """Only the numerator can be linear: ``ct_x = ct / y``."""
-    return [_unbroadcast(lax.div(ct, y), x.aval), None]
-
-
 def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
     return [_unbroadcast(lax.real(ct), x.aval) if is_undefined(x) else None,
             _unbroadcast(lax.neg(lax.imag(ct)), y.aval) if is_undefined(y) else None]
 
 
-deftranspose(ew.add_p, _add_transpose)
-deftranspose(add_any_p, _add_transpose)
-deftranspose(ew.sub_p, _sub_transpose)
-deftranspose(ew.mul_p, _mul_transpose)
-deftranspose(ew.div_p, _div_transpose)
 deftranspose(ew.complex_p, _complex_transpose)
-
-
-def _convert_transpose(ct: Any, x: Any, *, new_dtype: np.dtype, weak_type: bool) -> list[Any]:
-    """Convert the cotangent back to the input's dtype (and weak type): nothing is
-    recorded when it has that type already, and a constant is converted now, as in JAX."""
-    return [ew.convert_element_type(ct, x.aval.dtype, x.aval.weak_type)]
-
-
-deftranspose(ew.convert_element_type_p, _convert_transpose)
-
-
-def _select_n_transpose(ct: Any, which: Any, *cases: Any) -> list[Any]:
-    """Each linear case gets the cotangent where it was selected, zero elsewhere."""
-    zeros = lax.full_like(ct, 0)
-    out: list[Any] = [None]
-    for i, case in enumerate(cases):
-        if not is_undefined(case):
-            out.append(None)
-            continue
-        picks = [zeros] * len(cases)
-        picks[i] = ct
-        out.append(ew.select_n_p.bind(which, *picks))
-    return out
-
-
-deftranspose(ew.select_n_p, _select_n_transpose)
 
 
 # ---------------------------------------------------------------------------------------
@@ -135,28 +59,6 @@ deftranspose(ew.select_n_p, _select_n_transpose)
 # ---------------------------------------------------------------------------------------
 
 
-def _broadcast_in_dim_transpose(ct: Any, x: Any, *, shape: tuple, broadcast_dimensions: tuple,
-                                sharding: Any) -> Any:
-    """Sum over the axes the broadcast created or stretched."""
-    new_axes = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
-    stretched = tuple(d for i, d in enumerate(broadcast_dimensions)
-                      if x.aval.shape[i] == 1 and shape[d] != 1)
-    summed = lax.reduce_sum(ct, tuple(sorted(new_axes + stretched)))
-    return lax.reshape(summed, x.aval.shape)
-
-
-def _reshape_transpose(ct: Any, x: Any, *, new_sizes: tuple, dimensions: Any,
-                       sharding: Any) -> Any:
-    if dimensions is None:
-        return lax.reshape(ct, x.aval.shape)
-    permuted = tuple(x.aval.shape[d] for d in dimensions)
-    return lax.transpose(lax.reshape(ct, permuted), tuple(np.argsort(dimensions)))
-
-
-_linear_unary(shapes.broadcast_in_dim_p, _broadcast_in_dim_transpose)
-_linear_unary(shapes.reshape_p, _reshape_transpose)
-_linear_unary(shapes.transpose_p,
-              lambda ct, x, *, permutation: lax.transpose(ct, tuple(np.argsort(permutation))))
 _linear_unary(shapes.squeeze_p, lambda ct, x, *, dimensions: lax.reshape(ct, x.aval.shape))
 _linear_unary(shapes.rev_p, lambda ct, x, *, dimensions: lax.rev(ct, dimensions))
 
@@ -217,14 +119,6 @@ _linear_unary(shapes.tile_p, _tile_transpose)
 # ---------------------------------------------------------------------------------------
 
 
-def _reduce_sum_transpose(ct: Any, x: Any, *, axes: tuple, out_sharding: Any) -> Any:
-    """Every summed element receives the cotangent of the sum: broadcast it back. (The
-    kept axes are NumPy integers, as in JAX, whose jaxprs print them as np.int64(0).)"""
-    kept = tuple(np.delete(np.arange(x.aval.ndim), axes))
-    return lax.broadcast_in_dim(ct, x.aval.shape, kept)
-
-
-_linear_unary(reductions.reduce_sum_p, _reduce_sum_transpose)
 # x[j] reaches every running sum out[i] with i >= j: the cotangent runs the other way.
 _linear_unary(reductions.cumsum_p, lambda ct, x, *, axis, reverse: lax.cumsum(
     ct, axis, reverse=not reverse))
@@ -348,44 +242,6 @@ deftranspose(slicing.scatter_mul_p, _scatter_mul_transpose)
 # ---------------------------------------------------------------------------------------
 # Linear algebra
 # ---------------------------------------------------------------------------------------
-
-
-def _dot_transpose_operand(ct: Any, x_aval: Any, y: Any, x_is_lhs: bool,
-                           dimension_numbers: Any, precision: Any) -> Any:
-    """The cotangent of the linear operand ``x`` of ``dot_general(x, y)`` (or of
-    ``dot_general(y, x)``): contract ``ct`` with ``y`` over ``y``'s free dimensions (and
-    batch over the batch dimensions); that leaves ``x``'s dimensions, in the order
-    (batch, x free, x contracted), which one transpose puts in place."""
-    (lhs_c, rhs_c), (lhs_b, rhs_b) = dimension_numbers
-    x_c, y_c, x_b, y_b = (lhs_c, rhs_c, lhs_b, rhs_b) if x_is_lhs else (rhs_c, lhs_c, rhs_b, lhs_b)
-    nb = len(x_b)
-    x_free = [d for d in range(x_aval.ndim) if d not in x_b and d not in x_c]
-    y_free = [d for d in range(y.ndim) if d not in y_b and d not in y_c]
-    ct_y_free = [nb + (len(x_free) if x_is_lhs else 0) + i for i in range(len(y_free))]
-    out = lax.dot_general(ct, y, ((ct_y_free, y_free), (range(nb), y_b)), precision,
-                          preferred_element_type=x_aval.dtype)
-    y_c_sorted = sorted(y_c)
-    source = {}
-    for i, d in enumerate(x_b):
-        source[d] = i
-    for j, d in enumerate(x_free):
-        source[d] = nb + j
-    for d, e in zip(x_c, y_c):
-        source[d] = nb + len(x_free) + y_c_sorted.index(e)
-    return lax.transpose(out, [source[d] for d in range(x_aval.ndim)])
-
-
-def _dot_general_transpose(ct: Any, lhs: Any, rhs: Any, *, dimension_numbers: Any,
-                           precision: Any, preferred_element_type: Any,
-                           out_sharding: Any) -> list[Any]:
-    if is_undefined(lhs):
-        return [_dot_transpose_operand(ct, lhs.aval, rhs, True, dimension_numbers, precision),
-                None]
-    return [None, _dot_transpose_operand(ct, rhs.aval, lhs, False, dimension_numbers,
-                                         precision)]
-
-
-deftranspose(linalg.dot_general_p, _dot_general_transpose)
 
 
 def _triangular_solve_transpose(ct: Any, a: Any, b: Any, *, left_side: bool, lower: bool,

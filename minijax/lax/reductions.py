@@ -10,6 +10,9 @@ result along one ``axis`` instead, from the start or, with ``reverse=True``, fro
 ``lax`` is strict here too: axes must be non-negative and in range, and nothing is
 promoted. ``reduce_sum`` of int8 is int8 (it wraps around); it is ``jnp.sum`` that first
 widens small integers to int32, as NumPy does.
+
+``reduce_sum`` is in the base set (:mod:`minijax.lax.base`), with the checks the other
+reductions share.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.core import Primitive, ShapedArray
-from minijax.lax.elementwise import ORDERED, check_dtype, operand
+from minijax.lax.base import ORDERED, accumulator, check_dtype, check_number, operand, reduced_shape
 
 __all__ = [
     "argmax",
@@ -48,8 +51,6 @@ __all__ = [
     "reduce_or_p",
     "reduce_prod",
     "reduce_prod_p",
-    "reduce_sum",
-    "reduce_sum_p",
     "reduce_xor",
     "reduce_xor_p",
 ]
@@ -57,14 +58,6 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 # Dtype checks
 # ---------------------------------------------------------------------------------------
-
-
-def _check_number(name: str, dt: np.dtype) -> None:
-    """Arithmetic reductions take numbers; booleans must be converted first."""
-    if dt == np.bool_:
-        raise TypeError(
-            f"{name} does not accept dtype bool. Accepted dtypes are subtypes of number."
-        )
 
 
 def _check_logical(name: str, dt: np.dtype) -> None:
@@ -76,28 +69,9 @@ def _check_nothing(name: str, dt: np.dtype) -> None:
     """Maxima and minima exist for every dtype (complex numbers compare lexicographically)."""
 
 
-def _accumulator(dt: np.dtype) -> np.dtype:
-    """The dtype a kernel adds in: half-precision floats lose too much if summed as is."""
-    return _FLOAT32 if dt in _HALVES else dt
-
-
-_FLOAT32 = np.dtype(np.float32)
-_HALVES = frozenset([np.dtype(np.float16), np.dtype(dtypes.bfloat16)])
-
-
 # ---------------------------------------------------------------------------------------
-# reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or, reduce_xor
+# reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or, reduce_xor
 # ---------------------------------------------------------------------------------------
-
-
-def _reduced_shape(x: ShapedArray, axes: tuple[int, ...]) -> tuple[int, ...]:
-    if any(not 0 <= a < x.ndim for a in axes):
-        raise ValueError(
-            f"reduction axes {axes} contains out-of-bounds indices for {x.str_long()}."
-        )
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
-    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
 
 
 def _lowest(dt: np.dtype) -> Any:
@@ -165,7 +139,7 @@ def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None
 
     def kernel(x: np.ndarray, *, axes: tuple[int, ...], **_: Any) -> Any:
         dt = x.dtype
-        acc = _accumulator(dt) if accumulate_wide else dt
+        acc = accumulator(dt) if accumulate_wide else dt
         if ufunc in (np.maximum, np.minimum):
             return reduce_extreme(ufunc, x, axes, identity(dt))
         out = ufunc.reduce(x, axis=axes, dtype=acc, initial=identity(dt))
@@ -181,7 +155,7 @@ def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None
                 if not -x.ndim <= a < x.ndim:
                     raise IndexError(f"index {a} is out of bounds for axis 0 with size "
                                      f"{x.ndim} (reduction axes {axes} of {x.str_long()})")
-        shape = _reduced_shape(x, axes)
+        shape = reduced_shape(x, axes)
         if not logical:
             check(name, x.dtype)
         return ShapedArray(shape, x.dtype, x.weak_type)
@@ -192,8 +166,7 @@ def _reduction(name: str, ufunc: np.ufunc, check: Callable[[str, np.dtype], None
     return prim
 
 
-reduce_sum_p = _reduction("reduce_sum", np.add, _check_number, lambda dt: 0, True)
-reduce_prod_p = _reduction("reduce_prod", np.multiply, _check_number, lambda dt: 1, True)
+reduce_prod_p = _reduction("reduce_prod", np.multiply, check_number, lambda dt: 1, True)
 reduce_max_p = _reduction("reduce_max", np.maximum, _check_nothing, _lowest)
 reduce_min_p = _reduction("reduce_min", np.minimum, _check_nothing, _highest)
 reduce_and_p = _reduction("reduce_and", np.bitwise_and, _check_logical, _all_ones)
@@ -203,18 +176,6 @@ reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor, _check_logical, lambda d
 
 def _axes(axes: Sequence[int]) -> tuple[int, ...]:
     return tuple(map(int, axes))
-
-
-def reduce_sum(operand_: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
-    """Sum over ``axes`` (in the operand's own dtype: int8 sums wrap around)."""
-    return bind_reduce_sum(operand(operand_, reduce_sum_p), _axes(axes))
-
-
-def bind_reduce_sum(x: Any, axes: tuple[int, ...]) -> Any:
-    """``reduce_sum`` of an array or tracer over axes that are already a tuple of Python
-    ints, without converting them again: ``jnp.sum`` has made them so, and this keeps it
-    cheap."""
-    return reduce_sum_p.bind(x, axes=axes, out_sharding=None)
 
 
 def reduce_prod(operand_: Any, axes: Sequence[int]) -> Any:
@@ -266,7 +227,7 @@ def _arg_rule(compare: str, x: ShapedArray, *, axes: tuple[int, ...],
     check_dtype(compare, ORDERED, x.dtype, 0)
     if index_dtype.kind not in "iu":
         raise TypeError(f"index_dtype must be an integer type, but got {index_dtype.name}")
-    return ShapedArray(_reduced_shape(x, axes), index_dtype, False)
+    return ShapedArray(reduced_shape(x, axes), index_dtype, False)
 
 
 def _arg_primitive(name: str, compare: str, np_fn: Callable) -> Primitive:
@@ -315,9 +276,9 @@ def _cumulative_rule(name: str, check: Callable[[str, np.dtype], None], x: Shape
 
 
 def _cumulative(name: str, ufunc: np.ufunc, accumulate_wide: bool = False,
-                check: Callable[[str, np.dtype], None] = _check_number) -> Primitive:
+                check: Callable[[str, np.dtype], None] = check_number) -> Primitive:
     def kernel(x: np.ndarray, *, axis: int, reverse: bool) -> np.ndarray:
-        acc = _accumulator(x.dtype) if accumulate_wide else x.dtype
+        acc = accumulator(x.dtype) if accumulate_wide else x.dtype
         if reverse:
             x = np.flip(x, axis)
         if ufunc in (np.maximum, np.minimum):

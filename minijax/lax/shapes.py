@@ -1,10 +1,9 @@
-"""Primitives that move data without computing on it: broadcasting, reshaping, transposing,
-reversing, padding, joining and splitting arrays, and ``iota``.
+"""Primitives that move data without computing on it: squeezing, reversing, padding,
+joining and splitting arrays, and ``iota``.
 
-These are the primitives ``jnp`` uses to make operands line up before an elementwise
-operation: ``broadcast_in_dim`` says explicitly which operand dimension becomes which
-result dimension, which is how ``lax`` avoids NumPy's implicit broadcasting rules. The
-others are the building blocks of ``jnp``'s array manipulation functions.
+``broadcast_in_dim``, ``reshape`` and ``transpose`` are in the base set
+(:mod:`minijax.lax.base`); with these, they are the building blocks of ``jnp``'s array
+manipulation functions.
 
 Every shape rule checks its parameters and raises JAX's error (naming the shapes) at
 bind time; the NumPy kernels can then assume well-formed parameters.
@@ -18,56 +17,28 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes, errors
-from minijax.array import is_jax_value
-from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
-from minijax.interpreters import ad
-from minijax.interpreters.partial_eval import PartialEvalTrace
-from minijax.jaxpr import pp_param_rules
-from minijax.lax.elementwise import NUMBER, check_dtype, convert_element_type, operand
-
-
-def canonicalize_shape(shape: Any) -> tuple[int, ...]:
-    """``3`` or ``[2, 3]`` or ``(2, 3)`` -> a tuple of Python ints."""
-    if isinstance(shape, (tuple, list)):  # not np.ndim: it would convert a traced size
-        dims = tuple(shape)
-    else:
-        dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
-    if any(dtypes.issubdtype(getattr(d, "dtype", type(d)), np.inexact) for d in dims
-           if type(d) is not int):
-        # int() would truncate a size of 2.5 to 2: JAX refuses non-integer sizes
-        raise TypeError(
-            f"Shapes must be 1D sequences of concrete values of integer type, got {dims}.")
-    try:
-        return tuple(int(d) for d in dims)
-    except errors.ConcretizationTypeError:  # a traced size: say so as JAX does (the
-        # shape as it was written, then where each traced size came from)
-        shown = shape if isinstance(shape, (tuple, list)) else dims
-        where = "\n".join(d._context() for d in dims
-                          if isinstance(d, Tracer) and not is_concrete(d))
-        raise TypeError(
-            f"Shapes must be 1D sequences of concrete values of integer type, got {shown}.\n"
-            "If using `jit`, try using `static_argnums` or applying `jit` to smaller "
-            f"subfunctions.\n{where}") from None
-
+from minijax import dtypes
+from minijax.core import Primitive, ShapedArray
+from minijax.lax.base import (
+    NUMBER,
+    _jax_typed,
+    broadcast_in_dim,
+    canonicalize_shape,
+    check_dtype,
+    operand,
+    reshape,
+)
 
 __all__ = [
-    "broadcast",
-    "broadcast_in_dim",
-    "broadcast_in_dim_p",
     "broadcasted_iota",
     "collapse",
     "concatenate",
     "concatenate_p",
     "expand_dims",
-    "full",
-    "full_like",
     "iota",
     "iota_p",
     "pad",
     "pad_p",
-    "reshape",
-    "reshape_p",
     "rev",
     "rev_p",
     "split",
@@ -78,166 +49,13 @@ __all__ = [
     "stack_p",
     "tile",
     "tile_p",
-    "transpose",
-    "transpose_p",
     "unstack",
     "unstack_p",
 ]
 
 # ---------------------------------------------------------------------------------------
-# broadcast_in_dim
+# collapse, expand_dims: a reshape and a broadcast_in_dim, spelled differently
 # ---------------------------------------------------------------------------------------
-
-
-def _broadcast_in_dim_rule(x: ShapedArray, shape: tuple[int, ...],
-                           broadcast_dimensions: tuple[int, ...], sharding: Any) -> ShapedArray:
-    dims = broadcast_dimensions
-    if any(d < 0 for d in shape):
-        raise TypeError(
-            f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
-    if len(dims) != x.ndim:
-        raise TypeError(
-            "broadcast_in_dim broadcast_dimensions must have length equal to operand ndim; "
-            f"got broadcast_dimensions {dims} for operand ndim {x.ndim}."
-        )
-    if any(not 0 <= d < len(shape) for d in dims) or list(dims) != sorted(set(dims)):
-        raise TypeError(
-            "broadcast_in_dim broadcast_dimensions must be strictly increasing and in range; "
-            f"got broadcast_dimensions {dims} for target shape {shape}."
-        )
-    if any(x.shape[i] not in (1, shape[d]) for i, d in enumerate(dims)):
-        raise TypeError(
-            "broadcast_in_dim operand dimension sizes must either be 1, or be equal to their "
-            "corresponding dimensions in the target broadcast shape; got operand of shape "
-            f"{x.shape}, target broadcast shape {shape}, broadcast_dimensions {dims} "
-        )
-    return ShapedArray(shape, x.dtype, x.weak_type)
-
-
-def _broadcast_in_dim_kernel(x: np.ndarray, shape: tuple[int, ...],
-                             broadcast_dimensions: tuple[int, ...], sharding: Any) -> np.ndarray:
-    expanded = [1] * len(shape)
-    for i, d in enumerate(broadcast_dimensions):
-        expanded[d] = x.shape[i]
-    return np.broadcast_to(x.reshape(expanded), shape)
-
-
-broadcast_in_dim_p = Primitive("broadcast_in_dim")
-broadcast_in_dim_p.def_impl(_broadcast_in_dim_kernel)
-broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_rule)
-# JAX prints only the dimensions (and nothing when there are none): the shape is in the type.
-pp_param_rules[broadcast_in_dim_p] = lambda params: (
-    [("broadcast_dimensions", params["broadcast_dimensions"])]
-    if params["broadcast_dimensions"] else []
-)
-
-
-def zeros_like_aval(aval: ShapedArray) -> Any:
-    """An array of zeros of type ``aval``, as JAX writes it: a scalar zero (weak if
-    ``aval`` is), broadcast. Under ``linearize`` (a partial-evaluation trace) the
-    broadcast is recorded in the linear part with the other tangent computations, as
-    JAX's linearize does, although nothing unknown goes into it."""
-    zero = convert_element_type(0, aval.dtype, aval.weak_type)
-    trace = core.current_trace()
-    if aval.shape and isinstance(trace, PartialEvalTrace):
-        return trace.record(broadcast_in_dim_p, [zero],
-                            dict(shape=aval.shape, broadcast_dimensions=(), sharding=None))
-    return broadcast_in_dim(zero, aval.shape, ())
-
-
-ad.install_zeros(zeros_like_aval)
-
-
-def _jax_typed(x: Any) -> Any:
-    """:func:`operand`, with the words JAX uses for a bad operand of these functions."""
-    if not is_jax_value(x):
-        raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
-    return operand(x)
-
-
-def broadcast_in_dim(operand_: Any, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int], *, out_sharding: Any = None) -> Any:
-    """Broadcast to ``shape``, operand dimension ``i`` becoming result dimension
-    ``broadcast_dimensions[i]``. A no-op when nothing would change."""
-    x = _jax_typed(operand_)
-    shape = tuple(int(d) for d in shape)
-    # NumPy integers stay NumPy integers: JAX's jaxprs print them so (np.int64(0))
-    dims = tuple(d if isinstance(d, np.integer) else int(d) for d in broadcast_dimensions)
-    if x.shape == shape and dims == tuple(range(x.ndim)):
-        return x
-    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims, sharding=None)
-
-
-def broadcast(operand_: Any, sizes: Sequence[int]) -> Any:
-    """Add leading dimensions of the given ``sizes``."""
-    x = operand(operand_)
-    sizes = tuple(sizes)
-    return broadcast_in_dim(x, sizes + x.shape, range(len(sizes), len(sizes) + x.ndim))
-
-
-def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
-    """An array of ``shape`` filled with ``fill_value``: a scalar broadcast to the shape."""
-    shape = canonicalize_shape(shape)
-    if np.ndim(fill_value) != 0:
-        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
-                        f"{np.shape(fill_value)}.")
-    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
-    dt = dtypes.dtype(fill_value) if dtype is None else dtypes.canonicalize_dtype(dtype)
-    return broadcast_in_dim(convert_element_type(fill_value, dt, weak), shape, ())
-
-
-def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
-    """Like ``full``, taking the shape and dtype (and weak type) from ``x`` by default."""
-    x = operand(x)
-    weak = dtype is None and x.weak_type
-    dt = x.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
-    shape = x.shape if shape is None else canonicalize_shape(shape)
-    return broadcast_in_dim(convert_element_type(fill_value, dt, weak), shape, ())
-
-
-# ---------------------------------------------------------------------------------------
-# reshape
-# ---------------------------------------------------------------------------------------
-
-
-def _reshape_rule(x: ShapedArray, new_sizes: tuple[int, ...], dimensions: Any,
-                  sharding: Any) -> ShapedArray:
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        # JAX's class (its compiler rejects the program; minijax rejects it when traced).
-        raise ValueError(
-            f"reshape total size must be unchanged, got new_sizes {new_sizes} "
-            f"(of total size {int(np.prod(new_sizes, dtype=np.int64))}) for shape {x.shape} "
-            f"(of total size {x.size})."
-        )
-    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
-        raise TypeError(
-            "reshape dimensions must be a permutation of operand dimensions, got dimensions "
-            f"{dimensions} for shape {x.shape}."
-        )
-    return ShapedArray(new_sizes, x.dtype, x.weak_type)
-
-
-def _reshape_kernel(x: np.ndarray, new_sizes: tuple[int, ...], dimensions: Any,
-                    sharding: Any) -> np.ndarray:
-    if dimensions is not None:
-        x = np.transpose(x, dimensions)
-    return np.reshape(x, new_sizes)
-
-
-reshape_p = Primitive("reshape")
-reshape_p.def_impl(_reshape_kernel)
-reshape_p.def_abstract_eval(_reshape_rule)
-
-
-def reshape(operand_: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None,
-            *, out_sharding: Any = None) -> Any:
-    """Reshape (after transposing by ``dimensions``, if given). A no-op if nothing changes."""
-    x = operand(operand_, reshape_p)
-    new_sizes = tuple(int(d) for d in new_sizes)
-    dims = None if dimensions is None else tuple(int(d) for d in dimensions)
-    if x.shape == new_sizes and (dims is None or dims == tuple(range(x.ndim))):
-        return x
-    return reshape_p.bind(x, new_sizes=new_sizes, dimensions=dims, sharding=None)
 
 
 def collapse(operand_: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
@@ -278,31 +96,8 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
 
 
 # ---------------------------------------------------------------------------------------
-# transpose, squeeze, rev
+# squeeze, rev
 # ---------------------------------------------------------------------------------------
-
-
-def _transpose_rule(x: ShapedArray, permutation: tuple[int, ...]) -> ShapedArray:
-    if sorted(permutation) != list(range(x.ndim)):
-        raise TypeError(
-            "transpose permutation isn't a permutation of operand dimensions, got "
-            f"permutation {permutation} for operand shape {x.shape}."
-        )
-    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
-
-
-transpose_p = Primitive("transpose")
-transpose_p.def_impl(lambda x, permutation: np.transpose(x, permutation))
-transpose_p.def_abstract_eval(_transpose_rule)
-
-
-def transpose(operand_: Any, permutation: Sequence[int]) -> Any:
-    """Permute dimensions: result dimension ``i`` is operand dimension ``permutation[i]``."""
-    x = operand(operand_, transpose_p)
-    permutation = tuple(int(p) for p in permutation)
-    if permutation == tuple(range(x.ndim)):
-        return x
-    return transpose_p.bind(x, permutation=permutation)
 
 
 def _squeeze_rule(x: ShapedArray, dimensions: tuple[int, ...]) -> ShapedArray:

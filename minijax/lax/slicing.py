@@ -32,9 +32,9 @@ from minijax import dtypes
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.jaxpr import Jaxpr, Literal
-from minijax.lax import elementwise
-from minijax.lax.elementwise import add, convert_element_type, lt, operand, select_n
-from minijax.lax.shapes import broadcast_in_dim, squeeze
+from minijax.lax import base
+from minijax.lax.base import add, broadcast_in_dim, convert_element_type, lt, operand, select_n
+from minijax.lax.shapes import squeeze
 
 __all__ = [
     "GatherDimensionNumbers",
@@ -773,15 +773,15 @@ def _scatter_api(prim: Primitive, combine: Callable | None, doc: str) -> Callabl
 
 scatter = _scatter_api(scatter_p, None, "Write ``updates`` into windows of ``operand``; "
                        "out-of-bounds windows are dropped by default.")
-scatter_add = _scatter_api(scatter_add_p, elementwise.add,
+scatter_add = _scatter_api(scatter_add_p, base.add,
                            "Add ``updates`` into windows; duplicate indices accumulate.")
-scatter_sub = _scatter_api(scatter_sub_p, elementwise.sub,
+scatter_sub = _scatter_api(scatter_sub_p, base.sub,
                            "Subtract ``updates`` from windows; duplicates accumulate.")
-scatter_mul = _scatter_api(scatter_mul_p, elementwise.mul,
+scatter_mul = _scatter_api(scatter_mul_p, base.mul,
                            "Multiply windows by ``updates``; duplicates accumulate.")
-scatter_min = _scatter_api(scatter_min_p, elementwise.min,
+scatter_min = _scatter_api(scatter_min_p, base.min,
                            "Elementwise minimum of windows and ``updates``.")
-scatter_max = _scatter_api(scatter_max_p, elementwise.max,
+scatter_max = _scatter_api(scatter_max_p, base.max,
                            "Elementwise maximum of windows and ``updates``.")
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.core import Primitive, ShapedArray
-from minijax.lax.elementwise import ORDERED, check_dtype, operand
+from minijax.lax.base import ORDERED, check_dtype, operand
 from minijax.lax.shapes import canonicalize_axes
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax.lax.elementwise import FLOAT, _api, unary_primitive
+from minijax.lax.base import FLOAT, _api, unary_primitive
 
 __all__ = [
     "digamma",

@@ -25,6 +25,7 @@ from minijax.jaxpr import (
     keep_outputs,
     merge_consts,
 )
+from minijax.lax.base import convert_element_type, full_like, ne
 from minijax.lax.control_flow.common import (
     cast_to,
     flatten_operands,
@@ -32,8 +33,7 @@ from minijax.lax.control_flow.common import (
     mismatch_reason,
     typematch,
 )
-from minijax.lax.elementwise import clamp, convert_element_type, ne
-from minijax.lax.shapes import full_like
+from minijax.lax.elementwise import clamp
 from minijax.tracing import DebugInfo, trace_function
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences
 
