@@ -7,7 +7,7 @@ the way: each family of primitives is taking its rules to its own module.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -35,84 +35,11 @@ from minijax.compiler.stablehlo import (
 )
 from minijax.jaxpr import ClosedJaxpr
 from minijax.lax import linalg as lax_linalg
-from minijax.lax import shapes as lax_shapes
-from minijax.lax.base import _nary, reduce_op, reduction_lowering, transpose_op
+from minijax.lax.base import _nary, reduce_op, transpose_op
 from minijax.lax.control_flow.conditionals import cond_p
 from minijax.lax.control_flow.loops import scan_p, while_p
-from minijax.lax.elementwise import (
-    RoundingMethod,
-    abs_p,
-    acos_p,
-    acosh_p,
-    and_p,
-    asin_p,
-    asinh_p,
-    atan2_p,
-    atan_p,
-    atanh_p,
-    bitcast_convert_type_p,
-    cbrt_p,
-    ceil_p,
-    clamp_p,
-    clz_p,
-    complex_p,
-    conj_p,
-    cosh_p,
-    exp2_p,
-    expm1_p,
-    floor_p,
-    imag_p,
-    is_finite_p,
-    log1p_p,
-    logistic_p,
-    nextafter_p,
-    not_p,
-    or_p,
-    population_count_p,
-    pow_p,
-    real_p,
-    reduce_precision_p,
-    rem_p,
-    round_p,
-    rsqrt_p,
-    shift_left_p,
-    shift_right_arithmetic_p,
-    shift_right_logical_p,
-    sign_p,
-    sinh_p,
-    sqrt_p,
-    square_p,
-    stop_gradient_p,
-    tan_p,
-    xor_p,
-)
-from minijax.lax.reductions import (
-    argmax_p,
-    argmin_p,
-    cumlogsumexp_p,
-    cummax_p,
-    cummin_p,
-    cumprod_p,
-    cumsum_p,
-    reduce_and_p,
-    reduce_max_p,
-    reduce_min_p,
-    reduce_or_p,
-    reduce_prod_p,
-    reduce_xor_p,
-)
-from minijax.lax.shapes import (
-    concatenate_p,
-    copy_p,
-    iota_p,
-    pad_p,
-    rev_p,
-    split_p,
-    squeeze_p,
-    stack_p,
-    tile_p,
-    unstack_p,
-)
+from minijax.lax.elementwise import conj_op
+from minijax.lax.shapes import slice_op
 from minijax.lax.slicing import (
     GatherScatterMode,
     dynamic_slice_p,
@@ -130,201 +57,12 @@ from minijax.lax.sorting import sort_p, top_k_p
 from minijax.lax.special import digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p
 
 # ---------------------------------------------------------------------------------------
-# Elementwise primitives
+# Special functions
 # ---------------------------------------------------------------------------------------
 
-
-_ELEMENTWISE = {
-    floor_p: "stablehlo.floor", ceil_p: "stablehlo.ceil",
-    is_finite_p: "stablehlo.is_finite", log1p_p: "stablehlo.log_plus_one",
-    expm1_p: "stablehlo.exponential_minus_one", sqrt_p: "stablehlo.sqrt",
-    rsqrt_p: "stablehlo.rsqrt", cbrt_p: "stablehlo.cbrt", tan_p: "stablehlo.tan",
-    asin_p: "chlo.asin", acos_p: "chlo.acos", atan_p: "chlo.atan",
-    sinh_p: "chlo.sinh", cosh_p: "chlo.cosh", asinh_p: "chlo.asinh",
-    acosh_p: "chlo.acosh", atanh_p: "chlo.atanh", real_p: "stablehlo.real",
-    imag_p: "stablehlo.imag", not_p: "stablehlo.not",
-    population_count_p: "stablehlo.popcnt", abs_p: "stablehlo.abs",
-    rem_p: "stablehlo.remainder",
-    atan2_p: "stablehlo.atan2", nextafter_p: "chlo.next_after",
-    complex_p: "stablehlo.complex", and_p: "stablehlo.and", or_p: "stablehlo.or",
-    xor_p: "stablehlo.xor", shift_left_p: "stablehlo.shift_left",
-    shift_right_logical_p: "stablehlo.shift_right_logical",
-    shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
-    clamp_p: "stablehlo.clamp", bitcast_convert_type_p: "stablehlo.bitcast_convert",
-    clz_p: "stablehlo.count_leading_zeros", erf_p: "chlo.erf", erfc_p: "chlo.erfc",
-    erf_inv_p: "chlo.erf_inv", lgamma_p: "chlo.lgamma", digamma_p: "chlo.digamma",
-}
-for _prim, _name in _ELEMENTWISE.items():
+for _prim, _name in ((erf_p, "chlo.erf"), (erfc_p, "chlo.erfc"), (erf_inv_p, "chlo.erf_inv"),
+                     (lgamma_p, "chlo.lgamma"), (digamma_p, "chlo.digamma")):
     lowering_rules[_prim] = _nary(_name)
-
-
-@register(pow_p)
-def _pow(ctx: RuleContext, x: Value, y: Value) -> Value:
-    """An integer exponent is converted to the base's dtype first."""
-    if y.type.dtype != x.type.dtype:
-        y = ctx.b.convert(y, x.type.dtype)
-    return _nary("stablehlo.power")(ctx, x, y)
-
-
-@register(reduce_precision_p)
-def _reduce_precision(ctx: RuleContext, x: Value, *, exponent_bits: int, mantissa_bits: int
-                      ) -> Value:
-    return ctx.b.emit("stablehlo.reduce_precision", x,
-                      format=f"e{exponent_bits}m{mantissa_bits}")
-
-
-@register(sign_p)
-def _sign(ctx: RuleContext, x: Value) -> Value:
-    """Unsigned integers have no ``sign`` op: 0 where x == 0, else 1."""
-    b = ctx.b
-    if x.type.dtype.kind != "u":
-        return b.emit("stablehlo.sign", x)
-    is_zero = b.compare(x, b.full(0, x.type), "EQ")
-    return b.select(is_zero, b.full(0, x.type), b.full(1, x.type))
-
-
-@register(square_p)
-def _square(ctx: RuleContext, x: Value) -> Value:
-    if x.type.dtype.kind in "iu":
-        return ctx.b.emit("stablehlo.multiply", x, x)
-    return ctx.b.emit("chlo.square", x)
-
-
-@register(exp2_p)
-def _exp2(ctx: RuleContext, x: Value) -> Value:
-    """2**x = exp(log(2) * x)."""
-    b = ctx.b
-    log2 = b.full(np.log(2), x.type)
-    return b.emit("stablehlo.exponential", b.emit("stablehlo.multiply", log2, x))
-
-
-@register(logistic_p)
-def _logistic(ctx: RuleContext, x: Value) -> Value:
-    """1 / (1 + exp(-x))."""
-    b = ctx.b
-    e = b.emit("stablehlo.exponential", b.emit("stablehlo.negate", x))
-    one_plus = b.emit("stablehlo.add", b.full_if_needed(1, x.type), e)
-    return b.emit("stablehlo.divide", b.full_if_needed(1, x.type), one_plus)
-
-
-@register(conj_p)
-def _conj(ctx: RuleContext, x: Value, **params: Any) -> Value:
-    b = ctx.b
-    if x.type.dtype.kind != "c":  # conj of a real array: the same numbers, as complex
-        out = TensorType(x.type.shape, ctx.avals_out[0].dtype)
-        return b.emit("stablehlo.complex", x, b.full_if_needed(0, x.type), type=out)
-    part = TensorType(x.type.shape, ctx.avals_out[0].dtype.type(0).real.dtype)
-    real = b.emit("stablehlo.real", x, type=part)
-    imag = b.emit("stablehlo.negate", b.emit("stablehlo.imag", x, type=part))
-    return b.emit("stablehlo.complex", real, imag, type=x.type)
-
-
-@register(round_p)
-def _round(ctx: RuleContext, x: Value, rounding_method: int = 0) -> Value:
-    even = rounding_method == RoundingMethod.TO_NEAREST_EVEN
-    return ctx.b.emit("stablehlo.round_nearest_even" if even else "stablehlo.round_nearest_afz",
-                      x)
-
-
-# ---------------------------------------------------------------------------------------
-# Shapes
-# ---------------------------------------------------------------------------------------
-
-
-@register(squeeze_p)
-def _squeeze(ctx: RuleContext, x: Value, dimensions: tuple[int, ...]) -> Value:
-    return ctx.b.emit("stablehlo.reshape", x, type=ctx.type_out)
-
-
-@register(rev_p)
-def _rev(ctx: RuleContext, x: Value, dimensions: tuple[int, ...]) -> Value:
-    return ctx.b.emit("stablehlo.reverse", x, dims=tuple(dimensions))
-
-
-@register(pad_p)
-def _pad(ctx: RuleContext, x: Value, value: Value,
-         padding_config: tuple[tuple[int, int, int], ...]) -> Value:
-    low, high, interior = (tuple(c[i] for c in padding_config) for i in range(3))
-    return ctx.b.emit("stablehlo.pad", x, value, type=ctx.type_out, low=low, high=high,
-                      interior=interior)
-
-
-@register(concatenate_p)
-def _concatenate(ctx: RuleContext, *xs: Value, dimension: int) -> Value:
-    return ctx.b.emit("stablehlo.concatenate", *xs, type=ctx.type_out, dim=dimension)
-
-
-@register(iota_p)
-def _iota(ctx: RuleContext, *, dtype: np.dtype, shape: tuple[int, ...], dimension: int,
-          sharding: Any) -> Value:
-    return ctx.b.op("stablehlo.iota", [], [ctx.type_out], {"dim": dimension}).result
-
-
-@register(lax_shapes.empty2_p)
-def _empty2(ctx: RuleContext, *, dtype: np.dtype, memory_space: Any) -> Value:
-    """Any value will do: zero, as XLA's lowering of JAX's ``empty2`` gives."""
-    return ctx.b.constant(0, dtype)
-
-
-@register(copy_p, stop_gradient_p)
-def _copy(ctx: RuleContext, x: Value) -> Value:
-    """Arrays are immutable: a copy is the value itself (and gradients are not a concern
-    of the compiled program)."""
-    return x
-
-
-def _slice(b: Builder, x: Value, start: Sequence[int], limit: Sequence[int],
-           strides: Sequence[int] | None = None) -> Value:
-    strides = tuple(strides) if strides else (1,) * len(start)
-    shape = tuple(-(-(hi - lo) // st) for lo, hi, st in zip(start, limit, strides))
-    return b.emit("stablehlo.slice", x, type=TensorType(shape, x.type.dtype),
-                  start=tuple(start), limit=tuple(limit), strides=strides)
-
-
-@register(split_p)
-def _split(ctx: RuleContext, x: Value, sizes: tuple[int, ...], axis: int) -> list[Value]:
-    outs, offset = [], 0
-    for size in sizes:
-        start, limit = [0] * len(x.type.shape), list(x.type.shape)
-        start[axis], limit[axis] = offset, offset + size
-        outs.append(_slice(ctx.b, x, start, limit))
-        offset += size
-    return outs
-
-
-@register(stack_p)
-def _stack(ctx: RuleContext, *xs: Value, axis: int) -> Value:
-    """As ``jnp.stack`` lowers: each operand gets a size-1 axis, then one concatenate."""
-    expanded = []
-    for x in xs:
-        shape = list(x.type.shape)
-        shape.insert(axis, 1)
-        kept = [d for d in range(len(shape)) if d != axis]
-        expanded.append(ctx.b.broadcast(x, shape, kept))
-    return ctx.b.emit("stablehlo.concatenate", *expanded, type=ctx.type_out, dim=axis)
-
-
-@register(unstack_p)
-def _unstack(ctx: RuleContext, x: Value, axis: int) -> list[Value]:
-    outs = []
-    for i, aval in enumerate(ctx.avals_out):
-        start, limit = [0] * len(x.type.shape), list(x.type.shape)
-        start[axis], limit[axis] = i, i + 1
-        piece = _slice(ctx.b, x, start, limit)
-        outs.append(ctx.b.emit("stablehlo.reshape", piece, type=tensor_type(aval)))
-    return outs
-
-
-@register(tile_p)
-def _tile(ctx: RuleContext, x: Value, reps: tuple[int, ...]) -> Value:
-    """As ``jnp.tile`` lowers: reshape to (1, n0, 1, n1, ...), broadcast the ones to the
-    repetitions, reshape back."""
-    b, shape = ctx.b, x.type.shape
-    spread = [d for n in shape for d in (1, n)]
-    repeated = [d for r, n in zip(reps, shape) for d in (r, n)]
-    x = b.emit("stablehlo.reshape", x, type=TensorType(tuple(spread), x.type.dtype))
-    x = b.broadcast(x, repeated, range(len(repeated)))
-    return b.emit("stablehlo.reshape", x, type=ctx.type_out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -335,7 +73,7 @@ def _tile(ctx: RuleContext, x: Value, reps: tuple[int, ...]) -> Value:
 @register(slice_p)
 def _slice_rule(ctx: RuleContext, x: Value, start_indices: tuple[int, ...],
                 limit_indices: tuple[int, ...], strides: Any) -> Value:
-    return _slice(ctx.b, x, start_indices, limit_indices, strides)
+    return slice_op(ctx.b, x, start_indices, limit_indices, strides)
 
 
 @register(dynamic_slice_p)
@@ -450,139 +188,6 @@ def _scatter_rule(ctx: RuleContext, x: Value, indices: Value, updates: Value, *,
 for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p,
               scatter_min_p, scatter_max_p):
     lowering_rules[_prim] = _scatter_rule
-
-
-# ---------------------------------------------------------------------------------------
-# Reductions
-# ---------------------------------------------------------------------------------------
-
-
-def _lowest(dtype: np.dtype) -> Any:
-    """The identity of max: -inf, the smallest integer, False."""
-    if dtype == np.bool_:
-        return False
-    return dtypes.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
-
-
-def _highest(dtype: np.dtype) -> Any:
-    if dtype == np.bool_:
-        return True
-    return dtypes.iinfo(dtype).max if dtype.kind in "iu" else np.inf
-
-
-_REDUCTIONS = {
-    reduce_prod_p: ("stablehlo.multiply", lambda dt: 1),
-    reduce_max_p: ("stablehlo.maximum", _lowest),
-    reduce_min_p: ("stablehlo.minimum", _highest),
-    reduce_and_p: ("stablehlo.and", lambda dt: True if dt == np.bool_ else -1),
-    reduce_or_p: ("stablehlo.or", lambda dt: 0),
-    reduce_xor_p: ("stablehlo.xor", lambda dt: 0),
-}
-
-
-for _prim, (_name, _identity) in _REDUCTIONS.items():
-    lowering_rules[_prim] = reduction_lowering(_name, _identity)
-
-
-def _argminmax(direction: str, identity: Callable[[np.dtype], Any]) -> Callable[..., Value]:
-    """A private function: reduce (values, iota) pairs, keeping the first extremum (and
-    the first NaN)."""
-
-    def rule(ctx: RuleContext, x: Value, *, axes: tuple[int, ...], index_dtype: np.dtype
-             ) -> Value:
-        (axis,) = axes
-
-        def build(b: Builder, args: list[Value]) -> list[Value]:
-            (operand,) = args
-            iota = b.op("stablehlo.iota", [], [TensorType(operand.type.shape, index_dtype)],
-                        {"dim": axis}).result
-            inits = [b.constant(np.array(identity(operand.type.dtype)).astype(
-                operand.type.dtype)), b.constant(0, index_dtype)]
-
-            def body(r: Builder, a: list[Value]) -> list[Value]:
-                x_val, x_idx, y_val, y_idx = a
-                pick_x = r.emit("stablehlo.or", r.compare(x_val, y_val, direction),
-                                r.compare(x_val, x_val, "NE"))
-                tie = r.emit("stablehlo.and", r.compare(x_val, y_val, "EQ"),
-                             r.compare(x_idx, y_idx, "LT"))
-                pick_x_idx = r.emit("stablehlo.or", pick_x, tie)
-                return [r.select(pick_x, x_val, y_val), r.select(pick_x_idx, x_idx, y_idx)]
-
-            return [reduce_op(b, [operand, iota], inits, None, axes, body)[1]]
-
-        name = "argmax" if direction == "GT" else "argmin"
-        key = (name, axes, index_dtype, x.type)
-        return ctx.b.call(ctx.b.module.function(name, [x.type], build, key), [x])[0]
-
-    return rule
-
-
-lowering_rules[argmax_p] = _argminmax("GT", _lowest)
-lowering_rules[argmin_p] = _argminmax("LT", _highest)
-
-
-def _cumulative(name: str, op_name: str | None, identity: Callable[[np.dtype], Any],
-                broadcast_init: bool = True, body: Callable | None = None
-                ) -> Callable[..., Value]:
-    """A private function holding a ``reduce_window`` whose window spans the whole axis,
-    padded so that output ``i`` reduces elements ``0..i`` (or ``i..n-1`` if reversed).
-    The window combines elements with ``op_name``, or with ``body(builder, [a, b])``."""
-    if body is None:
-        body = lambda r, a: [r.emit(op_name, *a)]
-
-    def rule(ctx: RuleContext, x: Value, *, axis: int, reverse: bool) -> Value:
-        def build(b: Builder, args: list[Value]) -> list[Value]:
-            (operand,) = args
-            shape, rank = operand.type.shape, len(operand.type.shape)
-            n = shape[axis]
-            if n == 0:
-                return [operand]
-            scalar = TensorType((), operand.type.dtype)
-            init = b.constant(np.array(identity(scalar.dtype)).astype(scalar.dtype))
-            if broadcast_init:
-                init = b.broadcast(init, (), ())
-            padding = np.zeros((rank, 2), np.int64)
-            padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
-            window = [1] * rank
-            window[axis] = n
-            ones = DenseArray("i64", (1,) * rank)
-            attrs = {"base_dilations": ones,
-                     "padding": Dense(padding, f"tensor<{rank}x2xi64>"),
-                     "window_dilations": ones,
-                     "window_dimensions": DenseArray("i64", tuple(window)),
-                     "window_strides": ones}
-            region = _region(b, [scalar, scalar], body)
-            return b.op("stablehlo.reduce_window", [operand, init], [operand.type], attrs,
-                        [region]).results
-
-        key = (name, axis, reverse, x.type)
-        return ctx.b.call(ctx.b.module.function(name, [x.type], build, key), [x])[0]
-
-    return rule
-
-
-lowering_rules[cumsum_p] = _cumulative("cumsum", "stablehlo.add", lambda dt: 0)
-lowering_rules[cumprod_p] = _cumulative("cumprod", "stablehlo.multiply", lambda dt: 1,
-                                            broadcast_init=False)
-lowering_rules[cummax_p] = _cumulative("cummax", "stablehlo.maximum", _lowest)
-lowering_rules[cummin_p] = _cumulative("cummin", "stablehlo.minimum", _highest)
-
-
-def _logaddexp_body(r: Builder, args: list[Value]) -> list[Value]:
-    """log(exp(a) + exp(b)) = max(a, b) + log1p(exp(-|a - b|)); a + b where a - b is NaN."""
-    a, b = args
-    big = r.emit("stablehlo.maximum", a, b)
-    delta = r.emit("stablehlo.subtract", a, b)
-    is_nan = r.compare(delta, delta, "NE")
-    nan_case = r.emit("stablehlo.add", a, b)
-    small = r.emit("stablehlo.exponential", r.emit("stablehlo.negate",
-                                                   r.emit("stablehlo.abs", delta)))
-    total = r.emit("stablehlo.add", big, r.emit("stablehlo.log_plus_one", small))
-    return [r.select(is_nan, nan_case, total)]
-
-
-lowering_rules[cumlogsumexp_p] = _cumulative("cumlogsumexp", None, _lowest,
-                                                 broadcast_init=False, body=_logaddexp_body)
 
 
 # ---------------------------------------------------------------------------------------
@@ -776,8 +381,6 @@ def _scan(ctx: RuleContext, *args: Value, jaxpr: ClosedJaxpr, length: int, rever
     return op.results[n_fixed + 1:]
 
 
-
-
 # ---------------------------------------------------------------------------------------
 # Linear algebra: LAPACK custom calls, as JAX emits them for the CPU
 # ---------------------------------------------------------------------------------------
@@ -899,7 +502,7 @@ def _triangular_solve(ctx: RuleContext, a: Value, rhs: Value, *, left_side: bool
               "trans_x": ord(trans), "uplo": ord("L" if lower else "U")}
     target = f"lapack_{_LAPACK_PREFIX[a.type.dtype.name]}trsm_ffi"
     if conjugate_a and not transpose_a and a.type.dtype.kind == "c":  # real: nothing to do
-        a = _conj(ctx, a)
+        a = conj_op(ctx, a)
     return _lapack_call(b, target, [a, rhs], [rhs.type], batch, config, ([], 1))[0]
 
 
@@ -916,7 +519,7 @@ def _qr(ctx: RuleContext, x: Value, *, pivoting: bool, full_matrices: bool, use_
                                ([0], 0))
     q_in = packed
     if m < n:
-        q_in = _slice(b, packed, (0,) * (batch + 2), (*batch_shape, m, m))
+        q_in = slice_op(b, packed, (0,) * (batch + 2), (*batch_shape, m, m))
     elif full_matrices:
         q_in = b.emit("stablehlo.pad", packed, b.constant(0, x.type.dtype),
                       type=TensorType((*batch_shape, m, m), x.type.dtype),
@@ -926,7 +529,7 @@ def _qr(ctx: RuleContext, x: Value, *, pivoting: bool, full_matrices: bool, use_
                      ([], 0))[0]
     r = packed
     if not full_matrices and m > n:
-        r = _slice(b, packed, (0,) * (batch + 2), (*batch_shape, k, n))
+        r = slice_op(b, packed, (0,) * (batch + 2), (*batch_shape, k, n))
     matrix = TensorType(r.type.shape[batch:], _int())
     rows = b.op("stablehlo.iota", [], [matrix], {"dim": 0}).result
     rows = b.emit("stablehlo.add", rows, b.full(-1, rows.type))
@@ -1008,5 +611,3 @@ def _lu(ctx: RuleContext, x: Value) -> list[Value]:
     op = b.op("stablehlo.while", [pivots, b.constant(0, i32), perm], types, {},
               [_region(b, types, cond), _region(b, types, body)])
     return [lu, pivots, op.results[2]]
-
-

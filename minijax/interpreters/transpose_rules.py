@@ -23,107 +23,17 @@ from collections.abc import Callable
 from typing import Any
 
 from minijax import lax
-from minijax.interpreters.ad import Zero, instantiate
 from minijax.interpreters.jvp_rules import gather_of_scatter
-from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
-from minijax.lax import elementwise as ew
-from minijax.lax import linalg, reductions, shapes, slicing
-from minijax.lax.base import _linear_unary, _unbroadcast
+from minijax.interpreters.transpose import deftranspose, is_undefined
+from minijax.lax import linalg, slicing
+from minijax.lax.base import _linear_unary
 from minijax.runtime import _copy_p as device_put_p
 
 # ---------------------------------------------------------------------------------------
-# Elementwise
+# device_put
 # ---------------------------------------------------------------------------------------
 
-_linear_unary(ew.real_p, lambda ct, x: lax.complex(ct, lax.full_like(ct, 0)))
-_linear_unary(ew.imag_p, lambda ct, x: lax.complex(lax.full_like(ct, 0), lax.neg(ct)))
-_linear_unary(ew.conj_p, lambda ct, x, input_dtype: (
-    lax.conj(ct) if input_dtype.kind == "c" else lax.real(ct)))  # a real x became complex
-_linear_unary(ew.reduce_precision_p, lambda ct, x, **params: ew.reduce_precision_p.bind(
-    ct, **params))
-_linear_unary(shapes.copy_p, lambda ct, x: shapes.copy_p.bind(ct))
 _linear_unary(device_put_p, lambda ct, x: ct)
-transpose_rules[ew.stop_gradient_p] = lambda ct, x: [Zero(x.aval)]
-
-
-def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    return [_unbroadcast(lax.real(ct), x.aval) if is_undefined(x) else None,
-            _unbroadcast(lax.neg(lax.imag(ct)), y.aval) if is_undefined(y) else None]
-
-
-deftranspose(ew.complex_p, _complex_transpose)
-
-
-# ---------------------------------------------------------------------------------------
-# Shapes
-# ---------------------------------------------------------------------------------------
-
-
-_linear_unary(shapes.squeeze_p, lambda ct, x, *, dimensions: lax.reshape(ct, x.aval.shape))
-_linear_unary(shapes.rev_p, lambda ct, x, *, dimensions: lax.rev(ct, dimensions))
-
-
-def _pad_transpose(ct: Any, x: Any, padding_value: Any, *,
-                   padding_config: tuple[tuple[int, int, int], ...]) -> list[Any]:
-    """The operand gets the elements of ``ct`` it became: undo the edges (a pad by the
-    negated amounts), then take every ``interior + 1``-th element. The padding value was
-    copied into every other element, so it gets the sum of the rest of ``ct``."""
-    unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
-    edges_removed = lax.pad(ct, lax.convert_element_type(0, ct.dtype), unpad)
-    strides = tuple(interior + 1 for _, _, interior in padding_config)
-    ct_x = lax.slice(edges_removed, (0,) * ct.ndim, edges_removed.shape, strides)
-    ct_value = None
-    if is_undefined(padding_value):
-        everything = tuple(range(ct.ndim))
-        ct_value = lax.sub(lax.reduce_sum(ct, everything), lax.reduce_sum(ct_x, everything))
-    return [ct_x if is_undefined(x) else None, ct_value]
-
-
-deftranspose(shapes.pad_p, _pad_transpose)
-
-
-def _concatenate_transpose(ct: Any, *operands: Any, dimension: int) -> list[Any]:
-    """Each operand gets its own stretch of ``ct``."""
-    out, start = [], 0
-    for x in operands:
-        size = (x.aval if is_undefined(x) else x).shape[dimension]
-        piece = lax.slice_in_dim(ct, start, start + size, 1, dimension)
-        out.append(piece if is_undefined(x) else None)
-        start += size
-    return out
-
-
-deftranspose(shapes.concatenate_p, _concatenate_transpose)
-deftranspose(shapes.stack_p, lambda ct, *operands, axis: [
-    piece if is_undefined(x) else None
-    for piece, x in zip(lax.unstack(ct, axis), operands)])
-transpose_rules[shapes.unstack_p] = lambda cts, x, *, axis: [
-    lax.stack([instantiate(c) for c in cts], axis)]
-transpose_rules[shapes.split_p] = lambda cts, x, *, sizes, axis: [
-    lax.concatenate([instantiate(c) for c in cts], axis)]
-
-
-def _tile_transpose(ct: Any, x: Any, *, reps: tuple[int, ...]) -> Any:
-    """Tile copies ``x`` ``reps[d]`` times along each axis ``d``: split each axis of ``ct``
-    into (copy, position) and sum over the copies."""
-    split_shape = tuple(size for r, n in zip(reps, x.aval.shape) for size in (r, n))
-    copies = tuple(range(0, 2 * x.aval.ndim, 2))
-    return lax.reduce_sum(lax.reshape(ct, split_shape), copies)
-
-
-_linear_unary(shapes.tile_p, _tile_transpose)
-
-
-# ---------------------------------------------------------------------------------------
-# Reductions
-# ---------------------------------------------------------------------------------------
-
-
-# x[j] reaches every running sum out[i] with i >= j: the cotangent runs the other way.
-_linear_unary(reductions.cumsum_p, lambda ct, x, *, axis, reverse: lax.cumsum(
-    ct, axis, reverse=not reverse))
-
-
 # ---------------------------------------------------------------------------------------
 # Slicing, gather and scatter
 # ---------------------------------------------------------------------------------------
@@ -254,4 +164,3 @@ def _triangular_solve_transpose(ct: Any, a: Any, b: Any, *, left_side: bool, low
 
 
 deftranspose(linalg.triangular_solve_p, _triangular_solve_transpose)
-

@@ -240,6 +240,7 @@ _JNP_NAMES = {"sub": "subtract", "mul": "multiply", "div": "divide", "pow": "pow
 def _to_bool(dt: np.dtype) -> np.dtype:
     return np.dtype(np.bool_)
 
+
 def unary_primitive(name: str, kernel: Callable, families: tuple[str, ...] = INEXACT,
                     out_dtype: Callable | None = None) -> Primitive:
     prim = Primitive(name)
@@ -535,6 +536,7 @@ def _integer_pow(ctx: RuleContext, x: Value, y: int) -> Value:
 def _is_float(x: np.ndarray) -> bool:
     return x.dtype.kind == "f" or x.dtype == dtypes.bfloat16
 
+
 def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """NaN wins, and +0.0 is larger than -0.0 (NumPy returns either zero)."""
     x, y = _as_arrays(x, y)
@@ -553,6 +555,7 @@ def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return out
     # Of two zeros, -(-x + -y) is +0.0 only if both are +0.0: the minimum.
     return np.where((x == 0) & (y == 0), -(-x - y), out).astype(out.dtype, copy=False)
+
 
 max_p = nary_primitive("max", _max, ANY)
 min_p = nary_primitive("min", _min, ANY)
@@ -604,6 +607,7 @@ lowering_rules[min_p] = _minmax("stablehlo.minimum", "LT")
 def _same_dtype(ufunc: Callable) -> Callable:
     """Some NumPy ufuncs widen small float types; XLA keeps the input dtype."""
     return lambda *xs: np.asarray(ufunc(*xs)).astype(xs[0].dtype, copy=False)
+
 
 exp_p = unary_primitive("exp", _same_dtype(np.exp))
 log_p = unary_primitive("log", _same_dtype(np.log))
@@ -955,25 +959,6 @@ def broadcast(operand_: Any, sizes: Sequence[int]) -> Any:
     return broadcast_in_dim(x, sizes + x.shape, range(len(sizes), len(sizes) + x.ndim))
 
 
-def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
-    """An array of ``shape`` filled with ``fill_value``: a scalar broadcast to the shape."""
-    shape = canonicalize_shape(shape)
-    if np.ndim(fill_value) != 0:
-        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
-                        f"{np.shape(fill_value)}.")
-    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
-    dt = dtypes.dtype(fill_value) if dtype is None else dtypes.canonicalize_dtype(dtype)
-    return broadcast_in_dim(convert_element_type(fill_value, dt, weak), shape, ())
-
-
-def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
-    """Like ``full``, taking the shape and dtype (and weak type) from ``x`` by default."""
-    x = operand(x)
-    weak = dtype is None and x.weak_type
-    dt = x.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
-    shape = x.shape if shape is None else canonicalize_shape(shape)
-    return broadcast_in_dim(convert_element_type(fill_value, dt, weak), shape, ())
-
 def canonicalize_shape(shape: Any) -> tuple[int, ...]:
     """``3`` or ``[2, 3]`` or ``(2, 3)`` -> a tuple of Python ints."""
     if isinstance(shape, (tuple, list)):  # not np.ndim: it would convert a traced size
@@ -996,6 +981,26 @@ def canonicalize_shape(shape: Any) -> tuple[int, ...]:
             f"Shapes must be 1D sequences of concrete values of integer type, got {shown}.\n"
             "If using `jit`, try using `static_argnums` or applying `jit` to smaller "
             f"subfunctions.\n{where}") from None
+
+
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
+    """An array of ``shape`` filled with ``fill_value``: a scalar broadcast to the shape."""
+    shape = canonicalize_shape(shape)
+    if np.ndim(fill_value) != 0:
+        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
+                        f"{np.shape(fill_value)}.")
+    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
+    dt = dtypes.dtype(fill_value) if dtype is None else dtypes.canonicalize_dtype(dtype)
+    return broadcast_in_dim(convert_element_type(fill_value, dt, weak), shape, ())
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+    """Like ``full``, taking the shape and dtype (and weak type) from ``x`` by default."""
+    x = operand(x)
+    weak = dtype is None and x.weak_type
+    dt = x.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    shape = x.shape if shape is None else canonicalize_shape(shape)
+    return broadcast_in_dim(convert_element_type(fill_value, dt, weak), shape, ())
 
 
 deflinear(broadcast_in_dim_p)

@@ -28,7 +28,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from minijax.lax.base import convert_element_type, dot_general, full, operand, reshape, transpose
-from minijax.lax.shapes import pad, stack
+from minijax.lax.shapes import stack
+from minijax.lax.slicing import pad
 from minijax.lax.slicing import slice as lax_slice
 
 __all__ = ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",

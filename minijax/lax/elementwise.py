@@ -20,7 +20,18 @@ from typing import Any
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.lowering import RuleContext, lowering_rules, register
+from minijax.compiler.stablehlo import TensorType, Value
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters.ad import (
+    Zero,
+    add_tangents,
+    deflinear,
+    defzero,
+    jvp_rules,
+    tangent_aval,
+)
+from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
 from minijax.lax.base import (
     FLOAT,
     INEXACT,
@@ -31,17 +42,38 @@ from minijax.lax.base import (
     SIGNED,
     _api,
     _as_arrays,
+    _broadcast_like,
+    _const,
     _is_float,
+    _linear_unary,
     _max,
     _min,
+    _nary,
     _same_dtype,
     _to_bool,
+    _unbroadcast,
+    _zeros,
+    add,
+    broadcast_in_dim,
     broadcast_shapes_trivially,
     check_dtype,
+    convert_element_type,
+    defjvp,
+    div,
+    eq,
+    full_like,
+    ge,
+    gt,
     integer_pow,
+    log,
+    lt,
+    mul,
     nary_primitive,
+    neg,
     operand,
     operands,
+    select,
+    sub,
     unary_primitive,
     unary_rule,
 )
@@ -378,6 +410,170 @@ shift_left = _api(shift_left_p, "Elementwise x << y (0 when y is out of range)."
 shift_right_logical = _api(shift_right_logical_p, "Elementwise logical right shift.")
 shift_right_arithmetic = _api(shift_right_arithmetic_p, "Elementwise arithmetic right shift.")
 
+# ---------------------------------------------------------------------------------------
+# The rules of the primitives above: JVP, transpose, lowering
+# ---------------------------------------------------------------------------------------
+
+
+def _replace_zero(x: Any) -> Any:
+    """``x`` with zeros replaced by ones: for formulas whose value at 0 is a limit."""
+    return select(eq(x, _const(x, 0)), full_like(x, 1), x)
+
+
+def is_complex(x: Any) -> bool:
+    return dtypes.issubdtype(x.dtype, np.complexfloating)
+
+
+# Where a derivative has a choice to make (``abs`` at 0, ``x ** y`` at ``x = 0``) the rules
+# make JAX's choice, so that gradients agree with JAX's.
+defjvp(tan_p, lambda t, out, x: mul(t, add(_const(x, 1), square(out))))
+defjvp(asin_p, lambda t, out, x: mul(t, rsqrt(sub(_const(x, 1), square(x)))))
+defjvp(acos_p, lambda t, out, x: mul(t, neg(rsqrt(sub(_const(x, 1), square(x))))))
+defjvp(atan_p, lambda t, out, x: div(t, add(_const(x, 1), square(x))))
+defjvp(sinh_p, lambda t, out, x: mul(t, cosh(x)))
+defjvp(cosh_p, lambda t, out, x: mul(t, sinh(x)))
+defjvp(asinh_p, lambda t, out, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
+defjvp(acosh_p, lambda t, out, x: mul(
+    t, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+defjvp(atanh_p, lambda t, out, x: mul(integer_pow(add(_const(x, 1), x), -1),
+                                      div(t, sub(_const(x, 1), x))))
+defjvp(exp2_p, lambda t, out, x: mul(_const(x, np.log(2)), mul(t, out)))
+defjvp(log1p_p, lambda t, out, x: div(t, add(x, _const(x, 1))))
+defjvp(expm1_p, lambda t, out, x: mul(t, add(out, _const(x, 1))))
+defjvp(sqrt_p, lambda t, out, x: mul(t, div(_const(x, 0.5), out)))
+defjvp(rsqrt_p, lambda t, out, x: mul(t, mul(_const(x, -0.5), div(out, x))))
+defjvp(cbrt_p, lambda t, out, x: mul(t, mul(_const(x, 1 / 3), integer_pow(out, -2))))
+defjvp(logistic_p, lambda t, out, x: mul(t, mul(out, sub(_const(x, 1), out))))
+defjvp(square_p, lambda t, out, x: mul(t, mul(_const(x, 2), x)))
+for _p in (real_p, imag_p, complex_p):
+    deflinear(_p)
+
+
+def _abs_term(t: Any, out: Any, x: Any) -> Any:
+    """d|x| = sign(x) dx, with JAX's choice of +dx at 0; for complex x, Re(conj(x) dx)/|x|."""
+    if is_complex(x):
+        scale = div(conj(x), _replace_zero(convert_element_type(out, x.dtype)))
+        return real(mul(t, scale))
+    return select(ge(x, _const(x, 0)), t, neg(t))
+
+
+defjvp(abs_p, _abs_term)
+
+
+def _strong(x: Any) -> Any:
+    """``x`` without its weak type (JAX's pow rule converts its operands so)."""
+    return convert_element_type(x, x.dtype)
+
+
+def _pow_base_term(t: Any, out: Any, x: Any, y: Any) -> Any:
+    """y x**(y-1) dx. For a float y at x = 0 this is whatever the formula gives (NaN for
+    y = 0), as in JAX; an integer y is converted to x's dtype, and where it is 0 the
+    derivative is 0 (x**0 is 1 everywhere, even at x = 0)."""
+    if y.dtype.kind not in "iu":
+        return mul(t, _strong(mul(y, pow(x, sub(y, _const(y, 1))))))
+    x, y = _strong(x), convert_element_type(y, x.dtype)
+    if x.shape != y.shape:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        x, y = (v if v.shape == shape else broadcast_in_dim(v, shape, range(v.ndim))
+                for v in (x, y))
+    y_is_zero = eq(y, _const(y, 0))
+    zeros = full_like(y, 0)
+    safe_y = select(eq(y, _const(y, 0)), full_like(y, 1), y)
+    slope = mul(safe_y, pow(x, sub(y, full_like(y, 1))))
+    return mul(t, select(y_is_zero, zeros, slope))
+
+
+# d(x**y) = y x**(y-1) dx + log(x) x**y dy. At x = 0 the second term is taken as 0 (log is
+# replaced by log 1). An integer y has no tangent, so only the first term is ever used then.
+defjvp(pow_p, _pow_base_term,
+       lambda t, out, x, y: _strong(mul(t, mul(log(_replace_zero(x)), out))))
+defjvp(atan2_p,
+       lambda t, out, x, y: mul(t, div(y, add(square(x), square(y)))),
+       lambda t, out, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
+# rem(x, y) = x - y * trunc(x / y): the quotient is piecewise constant.
+defjvp(rem_p, lambda t, out, x, y: t,
+       lambda t, out, x, y: mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+# Piecewise constant, or with integer or boolean results: zero tangents. (``nextafter``
+# has no rule, as in JAX: differentiating it raises NotImplementedError.)
+for _p in (sign_p, floor_p, ceil_p, is_finite_p, and_p, or_p, xor_p, not_p, shift_left_p,
+           shift_right_logical_p, shift_right_arithmetic_p, population_count_p, clz_p):
+    defzero(_p)
+
+_linear_unary(real_p, lambda ct, x: complex(ct, full_like(ct, 0)))
+_linear_unary(imag_p, lambda ct, x: complex(full_like(ct, 0), neg(ct)))
+
+
+def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    return [_unbroadcast(real(ct), x.aval) if is_undefined(x) else None,
+            _unbroadcast(neg(imag(ct)), y.aval) if is_undefined(y) else None]
+
+
+deftranspose(complex_p, _complex_transpose)
+
+_LOWERINGS = {
+    floor_p: "stablehlo.floor", ceil_p: "stablehlo.ceil",
+    is_finite_p: "stablehlo.is_finite", log1p_p: "stablehlo.log_plus_one",
+    expm1_p: "stablehlo.exponential_minus_one", sqrt_p: "stablehlo.sqrt",
+    rsqrt_p: "stablehlo.rsqrt", cbrt_p: "stablehlo.cbrt", tan_p: "stablehlo.tan",
+    asin_p: "chlo.asin", acos_p: "chlo.acos", atan_p: "chlo.atan",
+    sinh_p: "chlo.sinh", cosh_p: "chlo.cosh", asinh_p: "chlo.asinh",
+    acosh_p: "chlo.acosh", atanh_p: "chlo.atanh", real_p: "stablehlo.real",
+    imag_p: "stablehlo.imag", not_p: "stablehlo.not",
+    population_count_p: "stablehlo.popcnt", abs_p: "stablehlo.abs",
+    rem_p: "stablehlo.remainder",
+    atan2_p: "stablehlo.atan2", nextafter_p: "chlo.next_after",
+    complex_p: "stablehlo.complex", and_p: "stablehlo.and", or_p: "stablehlo.or",
+    xor_p: "stablehlo.xor", shift_left_p: "stablehlo.shift_left",
+    shift_right_logical_p: "stablehlo.shift_right_logical",
+    shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
+    clz_p: "stablehlo.count_leading_zeros",
+}
+for _prim, _name in _LOWERINGS.items():
+    lowering_rules[_prim] = _nary(_name)
+
+
+@register(pow_p)
+def _pow_lowering(ctx: RuleContext, x: Value, y: Value) -> Value:
+    """An integer exponent is converted to the base's dtype first."""
+    if y.type.dtype != x.type.dtype:
+        y = ctx.b.convert(y, x.type.dtype)
+    return _nary("stablehlo.power")(ctx, x, y)
+
+
+@register(sign_p)
+def _sign_lowering(ctx: RuleContext, x: Value) -> Value:
+    """Unsigned integers have no ``sign`` op: 0 where x == 0, else 1."""
+    b = ctx.b
+    if x.type.dtype.kind != "u":
+        return b.emit("stablehlo.sign", x)
+    is_zero = b.compare(x, b.full(0, x.type), "EQ")
+    return b.select(is_zero, b.full(0, x.type), b.full(1, x.type))
+
+
+@register(square_p)
+def _square_lowering(ctx: RuleContext, x: Value) -> Value:
+    if x.type.dtype.kind in "iu":
+        return ctx.b.emit("stablehlo.multiply", x, x)
+    return ctx.b.emit("chlo.square", x)
+
+
+@register(exp2_p)
+def _exp2_lowering(ctx: RuleContext, x: Value) -> Value:
+    """2**x = exp(log(2) * x)."""
+    b = ctx.b
+    log2 = b.full(np.log(2), x.type)
+    return b.emit("stablehlo.exponential", b.emit("stablehlo.multiply", log2, x))
+
+
+@register(logistic_p)
+def _logistic_lowering(ctx: RuleContext, x: Value) -> Value:
+    """1 / (1 + exp(-x))."""
+    b = ctx.b
+    e = b.emit("stablehlo.exponential", b.emit("stablehlo.negate", x))
+    one_plus = b.emit("stablehlo.add", b.full_if_needed(1, x.type), e)
+    return b.emit("stablehlo.divide", b.full_if_needed(1, x.type), one_plus)
+
 
 stop_gradient_p = Primitive("stop_gradient")
 stop_gradient_p.def_impl(lambda x: x)
@@ -399,9 +595,29 @@ def stop_gradient(x: Any) -> Any:
     return tree_map(stop, x)
 
 
+defzero(stop_gradient_p)
+transpose_rules[stop_gradient_p] = lambda ct, x: [Zero(x.aval)]
+
+
+@register(stop_gradient_p)
+def _stop_gradient_lowering(ctx: RuleContext, x: Value) -> Value:
+    """The value itself: gradients are not a concern of the compiled program."""
+    return x
+
+
 def round(x: Any, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Any:
     """Elementwise rounding; halves go away from zero unless told ``TO_NEAREST_EVEN``."""
     return round_p.bind(operand(x, round_p), rounding_method=RoundingMethod(rounding_method))
+
+
+defzero(round_p)
+
+
+@register(round_p)
+def _round_lowering(ctx: RuleContext, x: Value, rounding_method: int = 0) -> Value:
+    even = rounding_method == RoundingMethod.TO_NEAREST_EVEN
+    return ctx.b.emit("stablehlo.round_nearest_even" if even else "stablehlo.round_nearest_afz",
+                      x)
 
 
 def reciprocal(x: Any) -> Any:
@@ -430,6 +646,24 @@ def conj(x: Any) -> Any:
     return conj_p.bind(x, input_dtype=x.aval.dtype)
 
 
+deflinear(conj_p)
+_linear_unary(conj_p, lambda ct, x, input_dtype: (
+    conj(ct) if input_dtype.kind == "c" else real(ct)))  # a real x became complex
+
+
+@register(conj_p)
+def conj_op(ctx: RuleContext, x: Value, **params: Any) -> Value:
+    """The lowering of ``conj`` (other rules emit it too)."""
+    b = ctx.b
+    if x.type.dtype.kind != "c":  # conj of a real array: the same numbers, as complex
+        out = TensorType(x.type.shape, ctx.avals_out[0].dtype)
+        return b.emit("stablehlo.complex", x, b.full_if_needed(0, x.type), type=out)
+    part = TensorType(x.type.shape, ctx.avals_out[0].dtype.type(0).real.dtype)
+    real = b.emit("stablehlo.real", x, type=part)
+    imag = b.emit("stablehlo.negate", b.emit("stablehlo.imag", x, type=part))
+    return b.emit("stablehlo.complex", real, imag, type=x.type)
+
+
 def _bitcast_rule(x: ShapedArray, new_dtype: np.dtype) -> ShapedArray:
     if x.dtype.itemsize != new_dtype.itemsize:
         raise TypeError(
@@ -449,6 +683,10 @@ def bitcast_convert_type(x: Any, new_dtype: Any) -> Any:
     x = operand(x, bitcast_convert_type_p)
     # canonical, as JAX: without x64, float64 is float32 (then the widths agree)
     return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+defzero(bitcast_convert_type_p)
+lowering_rules[bitcast_convert_type_p] = _nary("stablehlo.bitcast_convert")
 
 
 # ---------------------------------------------------------------------------------------
@@ -503,7 +741,23 @@ def reduce_precision(operand_: Any, exponent_bits: int, mantissa_bits: int) -> A
                                    mantissa_bits=int(mantissa_bits))
 
 
+deflinear(reduce_precision_p)
+_linear_unary(reduce_precision_p, lambda ct, x, **params: reduce_precision_p.bind(
+    ct, **params))
+
+
+@register(reduce_precision_p)
+def _reduce_precision_lowering(ctx: RuleContext, x: Value, *, exponent_bits: int,
+                               mantissa_bits: int) -> Value:
+    return ctx.b.emit("stablehlo.reduce_precision", x,
+                      format=f"e{exponent_bits}m{mantissa_bits}")
+
+
 # ---------------------------------------------------------------------------------------
+# clamp
+# ---------------------------------------------------------------------------------------
+
+
 def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray:
     for name, bound in (("min", lo), ("max", hi)):
         if bound.dtype != x.dtype:
@@ -527,3 +781,22 @@ clamp_p.def_abstract_eval(_clamp_rule)
 def clamp(min: Any, x: Any, max: Any) -> Any:
     """Elementwise ``min(max(x, min), max)``."""
     return clamp_p.bind(*operands(clamp_p, (min, x, max)))
+
+
+def _clamp_jvp(primals: list, tangents: list) -> tuple[Any, Any]:
+    """clamp(lo, x, hi): the tangent of whichever input is the result; at a tie, none
+    (as in JAX: ``x`` must be strictly inside, a bound strictly outside)."""
+    lo, x, hi = primals
+    out = clamp_p.bind(lo, x, hi)
+    chosen = (bitwise_and(gt(lo, x), lt(lo, hi)), bitwise_and(gt(x, lo), lt(x, hi)),
+              lt(hi, x))
+    tangent = Zero(tangent_aval(out.aval))
+    for t, where in zip(tangents, chosen):
+        if type(t) is not Zero:
+            t = _broadcast_like(t, out)
+            tangent = add_tangents(tangent, select(where, t, _zeros(t)))
+    return out, tangent
+
+
+jvp_rules[clamp_p] = _clamp_jvp
+lowering_rules[clamp_p] = _nary("stablehlo.clamp")
