@@ -24,7 +24,7 @@ from minijax import core, dtypes, lax
 from minijax.array import Array, is_jax_value
 from minijax.core import ShapedArray, Tracer
 from minijax.errors import check_callable
-from minijax.interpreters import ad, jvp_rules, transpose_rules  # noqa: F401
+from minijax.interpreters import ad
 from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangent_aval
 from minijax.interpreters.partial_eval import PartialEvalTrace, without_dead_code
 from minijax.interpreters.transpose import backward_pass

@@ -45,8 +45,8 @@ from minijax.interpreters.ad import (
 )
 from minijax.interpreters.transpose import transpose_rules
 from minijax.jaxpr import ClosedJaxpr, consts_as_inputs, eval_closed_jaxpr, pp_param_rules
+from minijax.lax.base import operand
 from minijax.lax.control_flow.common import mismatch_reason
-from minijax.lax.elementwise import operand
 from minijax.tree_util import (
     PyTreeDef,
     leaf_paths,

@@ -26,7 +26,7 @@ from minijax.compiler.stablehlo import Typed
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import ad
 from minijax.jaxpr import effectful_primitives
-from minijax.lax.elementwise import operand
+from minijax.lax.base import operand
 from minijax.numpy.promotion import is_arraylike
 from minijax.tree_util import PyTreeDef, tree_flatten
 

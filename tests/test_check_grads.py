@@ -318,7 +318,7 @@ def test_check_grads_order_2(case: Case, shape: tuple | None, dtype: np.dtype) -
 def test_check_grads_catches_a_wrong_jvp_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """Break sin's rule (cos -> 2 cos): forward mode must notice, naming the mode."""
     from minijax.interpreters import ad
-    from minijax.lax import elementwise as ew
+    from minijax.lax import base as ew
 
     rule = ad.jvp_rules[ew.sin_p]
 
@@ -336,7 +336,7 @@ def test_check_grads_catches_a_wrong_jvp_rule(monkeypatch: pytest.MonkeyPatch) -
 def test_check_grads_catches_a_wrong_transpose_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """A transpose of ``neg`` that forgets the minus sign: only reverse mode can see it."""
     from minijax.interpreters import transpose
-    from minijax.lax import elementwise as ew
+    from minijax.lax import base as ew
 
     monkeypatch.setitem(transpose.transpose_rules, ew.neg_p, lambda ct, x: [ct])
     f = lambda x, y: x + -y  # noqa: E731  (x - y would differentiate to sub, not neg)
@@ -349,7 +349,7 @@ def test_check_grads_second_order_names_the_chain() -> None:
     """A function whose first derivative is right but second is not (a JVP rule that
     is not differentiable correctly itself) fails at order 2 only."""
     from minijax.interpreters import ad
-    from minijax.lax import elementwise as ew
+    from minijax.lax import base as ew
 
     rule = ad.jvp_rules[ew.exp_p]
 

@@ -29,9 +29,8 @@ LAYERS: dict[str, list[str]] = {
         "compiler.lowering", "compiler.jit", "compiler.stages",
     ],
     "primitives": [
-        "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg", "lax.slicing",
+        "lax.base", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg", "lax.slicing",
         "lax.sorting", "lax.special", "lax.convolution",
-        "interpreters.jvp_rules", "interpreters.transpose_rules", "compiler.lowering_rules",
     ],
     "api": ["autodiff", "api"],
     "breadth": [
@@ -48,9 +47,6 @@ LAYERS: dict[str, list[str]] = {
 KNOWN: set[tuple[str, str]] = {
     ('autodiff', 'lax'),
     ('autodiff', 'numpy'),
-    ('interpreters.jvp_rules', 'lax'),
-    ('interpreters.jvp_rules', 'numpy'),
-    ('interpreters.transpose_rules', 'lax'),
 }
 
 

@@ -41,7 +41,7 @@ f32 = np.float32
 #: same values as this one (jaxprs, modules and weakly typed scalars are not plain data).
 _PRELUDE = """
 from minijax import core
-from minijax.lax.elementwise import FLOAT, operand, unary_rule
+from minijax.lax.base import FLOAT, operand, unary_rule
 
 f32 = np.float32
 c = jnp.array([1.0, 2.0, 3.0])

@@ -6,18 +6,14 @@ shapes when operands disagree. Each family of primitives lives in its own module
 """
 
 from minijax.lax import linalg  # noqa: F401  (lax.linalg: the matrix decompositions)
+from minijax.lax.base import *  # noqa: F403
+from minijax.lax.base import canonicalize_shape, operand  # noqa: F401  (jnp's; not jax.lax's)
 from minijax.lax.control_flow import *  # noqa: F403
 from minijax.lax.convolution import *  # noqa: F403
 from minijax.lax.elementwise import *  # noqa: F403
-from minijax.lax.elementwise import operand  # noqa: F401  (used by jnp; not in jax.lax)
-from minijax.lax.linalg import Precision, dot, dot_general, dot_general_p  # noqa: F401
 from minijax.lax.reductions import *  # noqa: F403
 from minijax.lax.shapes import *  # noqa: F403
-from minijax.lax.shapes import canonicalize_axes, canonicalize_shape, copy_p  # noqa: F401
+from minijax.lax.shapes import canonicalize_axes, copy_p  # noqa: F401
 from minijax.lax.slicing import *  # noqa: F403
 from minijax.lax.sorting import *  # noqa: F403
 from minijax.lax.special import *  # noqa: F403
-
-# isort: split
-# The lowering rules of the primitives above, while they move to their families' modules.
-from minijax.compiler import lowering_rules  # noqa: E402, F401

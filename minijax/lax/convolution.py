@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from minijax.lax.elementwise import convert_element_type, operand
-from minijax.lax.linalg import dot_general
-from minijax.lax.shapes import full, pad, reshape, stack, transpose
+from minijax.lax.base import convert_element_type, dot_general, full, operand, reshape, transpose
+from minijax.lax.shapes import stack
+from minijax.lax.slicing import pad
 from minijax.lax.slicing import slice as lax_slice
 
 __all__ = ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",

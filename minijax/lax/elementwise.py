@@ -1,4 +1,5 @@
-"""Elementwise primitives: math, comparisons, logic, bit twiddling, conversion, selection.
+"""Elementwise primitives beyond the base set: more math, logic, bit twiddling, rounding,
+complex numbers, ``pow``, ``clamp``, ``stop_gradient``.
 
 ``lax`` is strict. Its binary operations do not promote dtypes (``lax.add`` of float32 and
 int32 is a ``TypeError``) and broadcast only trivially: operands have the same rank and
@@ -6,26 +7,76 @@ each dimension agrees or is 1, or an operand is a scalar. Everything friendlier 
 ``minijax.numpy``, which is written on top of these functions.
 
 Each primitive is defined by a row: its name, its NumPy kernel, and the dtype families it
-accepts. The two shape rules below (:func:`unary_rule`, :func:`nary_rule`) serve them all.
-Where NumPy and XLA disagree (integer division by zero, float-to-int overflow, rounding
-half away from zero) the kernel says how XLA does it.
+accepts; the shape rules of :mod:`minijax.lax.base` (``unary_rule``, ``nary_rule``) serve
+them all, as they serve ``add`` and ``exp`` there. Where NumPy and XLA disagree (integer
+division by zero, rounding half away from zero) the kernel says how XLA does it.
 """
 
 from __future__ import annotations
 
 import enum
-import functools
-import math
-import operator
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes
-from minijax.array import Array, is_jax_value
-from minijax.core import Primitive, ShapedArray, Tracer
-from minijax.runtime import host_to_array, put_numpy
+from minijax import dtypes
+from minijax.compiler.lowering import RuleContext, lowering_rules, register
+from minijax.compiler.stablehlo import TensorType, Value
+from minijax.core import Primitive, ShapedArray
+from minijax.interpreters.ad import (
+    Zero,
+    add_tangents,
+    deflinear,
+    defzero,
+    jvp_rules,
+    tangent_aval,
+)
+from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
+from minijax.lax.base import (
+    FLOAT,
+    INEXACT,
+    INT,
+    INT_BOOL,
+    NUMBER,
+    ORDERED,
+    SIGNED,
+    _api,
+    _as_arrays,
+    _broadcast_like,
+    _const,
+    _is_float,
+    _linear_unary,
+    _max,
+    _min,
+    _nary,
+    _same_dtype,
+    _to_bool,
+    _unbroadcast,
+    _zeros,
+    add,
+    broadcast_in_dim,
+    broadcast_shapes_trivially,
+    check_dtype,
+    convert_element_type,
+    defjvp,
+    div,
+    eq,
+    full_like,
+    ge,
+    gt,
+    integer_pow,
+    log,
+    lt,
+    mul,
+    nary_primitive,
+    neg,
+    operand,
+    operands,
+    select,
+    sub,
+    unary_primitive,
+    unary_rule,
+)
 
 __all__ = [
     "RoundingMethod",
@@ -35,8 +86,6 @@ __all__ = [
     "acos_p",
     "acosh",
     "acosh_p",
-    "add",
-    "add_p",
     "and_p",
     "asin",
     "asin_p",
@@ -66,54 +115,22 @@ __all__ = [
     "complex_p",
     "conj",
     "conj_p",
-    "convert_element_type",
-    "convert_element_type_p",
-    "cos",
-    "cos_p",
     "cosh",
     "cosh_p",
-    "div",
-    "div_p",
-    "eq",
-    "eq_p",
-    "exp",
     "exp2",
     "exp2_p",
-    "exp_p",
     "expm1",
     "expm1_p",
     "floor",
     "floor_p",
-    "ge",
-    "ge_p",
-    "gt",
-    "gt_p",
     "imag",
     "imag_p",
-    "integer_pow",
-    "integer_pow_p",
     "is_finite",
     "is_finite_p",
-    "le",
-    "le_p",
-    "log",
     "log1p",
     "log1p_p",
-    "log_p",
     "logistic",
     "logistic_p",
-    "lt",
-    "lt_p",
-    "max",
-    "max_p",
-    "min",
-    "min_p",
-    "mul",
-    "mul_p",
-    "ne",
-    "ne_p",
-    "neg",
-    "neg_p",
     "nextafter",
     "nextafter_p",
     "not_p",
@@ -133,9 +150,6 @@ __all__ = [
     "round_p",
     "rsqrt",
     "rsqrt_p",
-    "select",
-    "select_n",
-    "select_n_p",
     "shift_left",
     "shift_left_p",
     "shift_right_arithmetic",
@@ -144,212 +158,27 @@ __all__ = [
     "shift_right_logical_p",
     "sign",
     "sign_p",
-    "sin",
-    "sin_p",
     "sinh",
     "sinh_p",
     "sqrt",
     "sqrt_p",
     "square",
     "square_p",
-    "sub",
     "stop_gradient",
     "stop_gradient_p",
-    "sub_p",
     "tan",
     "tan_p",
-    "tanh",
-    "tanh_p",
     "xor_p",
 ]
-
-# ---------------------------------------------------------------------------------------
-# Operands and the dtype families a primitive accepts
-# ---------------------------------------------------------------------------------------
-
-
-def operand(x: Any, primitive: Primitive | None = None, position: int = 0) -> Any:
-    """Arrays and tracers pass through; Python and NumPy values become (weak) Arrays.
-
-    Given the ``primitive`` that ``x`` is for (and its ``position`` among the operands),
-    anything else -- a list, ``None`` -- is JAX's TypeError naming both.
-    """
-    if type(x) is Array or isinstance(x, Tracer):
-        return x
-    if primitive is not None and not is_jax_value(x):
-        raise TypeError(
-            f"Error interpreting argument to {primitive.name} as a JAX value. The "
-            f"problematic value is of type {type(x)} and was passed to {primitive.name} at "
-            f"position {position}.\n"
-        )
-    return host_to_array(x)
-
-
-def operands(primitive: Primitive, args: Sequence[Any]) -> Sequence[Any]:
-    """:func:`operand` of each argument of ``primitive`` (``args`` itself if all are
-    arrays already: the common case, kept cheap)."""
-    for x in args:
-        if type(x) is not Array and not isinstance(x, Tracer):
-            return [operand(x, primitive, i) for i, x in enumerate(args)]
-    return args
-
-
-# The family names are NumPy's abstract scalar types, as in JAX's error messages.
-_FAMILIES = {
-    "bool": lambda dt: dt == np.bool_,
-    "integer": lambda dt: dt.kind in "iu",
-    "signedinteger": lambda dt: dt.kind == "i",
-    "floating": lambda dt: dt.kind == "f" or dt == dtypes.bfloat16,
-    "complexfloating": lambda dt: dt.kind == "c",
-    "float32": lambda dt: dt == np.float32,  # a few primitives name single dtypes
-    "float64": lambda dt: dt == np.float64,
-}
-FLOAT = ("floating",)
-INEXACT = ("floating", "complexfloating")
-INT_BOOL = ("integer", "bool")
-INT = ("integer",)
-NUMBER = ("integer", "floating", "complexfloating")
-ORDERED = ("integer", "floating", "bool")
-ANY = ("integer", "floating", "complexfloating", "bool")
-SIGNED = ("floating", "complexfloating", "signedinteger")  # numbers that have a sign
-
-
-def _accepts(families: tuple[str, ...], dt: np.dtype) -> bool:
-    return any(_FAMILIES[f](dt) for f in families)
-
-
-def check_dtype(name: str, families: tuple[str, ...], dt: np.dtype, position: int | None = None
-                ) -> None:
-    """Raise JAX's TypeError if ``dt`` is not in one of the accepted ``families``."""
-    if _accepts(families, dt):
-        return
-    at = "" if position is None else f" at position {position}"
-    raise TypeError(
-        f"{name} does not accept dtype {dt.name}{at}. Accepted dtypes{at} are subtypes of "
-        f"{', '.join(families)}."
-    )
-
-
-# ---------------------------------------------------------------------------------------
-# Shape rules
-# ---------------------------------------------------------------------------------------
-
-
-def broadcast_shapes_trivially(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-    """The result shape of an elementwise op: scalars fit anything; other operands must
-    have one rank, and each dimension must agree or be 1."""
-    arrays = [s for s in shapes if s]
-    if not arrays:
-        return ()
-    ranks = {len(s) for s in arrays}
-    if len(ranks) > 1:
-        raise TypeError(f"{name}: arrays must have the same number of dimensions, got {ranks}")
-    result = []
-    for dims in zip(*arrays):
-        sizes = {d for d in dims if d != 1}
-        if len(sizes) > 1:
-            listed = ", ".join(str(s) for s in shapes)
-            raise TypeError(f"{name} got incompatible shapes for broadcasting: {listed}.")
-        result.append(sizes.pop() if sizes else 1)
-    return tuple(result)
-
-
-def unary_rule(name: str, families: tuple[str, ...], out_dtype: Callable | None,
-               x: ShapedArray) -> ShapedArray:
-    check_dtype(name, families, x.dtype)
-    dt = out_dtype(x.dtype) if out_dtype else x.dtype
-    return ShapedArray(x.shape, dt, x.weak_type)
-
-
-def nary_rule(name: str, families: tuple[str, ...], out_dtype: Callable | None,
-              *avals: ShapedArray) -> ShapedArray:
-    # JAX's order of checks: shapes first, then each dtype's family, then equal dtypes.
-    shape = broadcast_shapes_trivially(name, [a.shape for a in avals])
-    for i, aval in enumerate(avals):
-        check_dtype(name, families, aval.dtype, i)
-    if any(a.dtype != avals[0].dtype for a in avals[1:]):
-        names = ", ".join(a.dtype.name for a in avals)
-        raise TypeError(
-            f"lax.{_API_NAMES.get(name, name)} requires arguments to have the same dtypes, "
-            f"got {names}. (Tip: jnp.{_JNP_NAMES.get(name, name)} is a similar function that "
-            "does automatic type promotion on inputs)."
-        )
-    dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
-    # weak if every operand is: comparisons of Python scalars too (but bools are never weak)
-    weak = all(a.weak_type for a in avals) and avals[0].dtype != np.bool_
-    return ShapedArray(shape, dt, weak)
-
-
-_API_NAMES = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}
-_JNP_NAMES = {"sub": "subtract", "mul": "multiply", "div": "divide", "pow": "power",
-              "max": "maximum", "min": "minimum", "rem": "remainder", "eq": "equal",
-              "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-              "ge": "greater_equal", "and": "bitwise_and", "or": "bitwise_or",
-              "xor": "bitwise_xor"}
-
-
-def _to_bool(dt: np.dtype) -> np.dtype:
-    return np.dtype(np.bool_)
 
 
 def _real_part(dt: np.dtype) -> np.dtype:
     return np.dtype({"complex64": np.float32, "complex128": np.float64}.get(dt.name, dt))
 
 
-def unary_primitive(name: str, kernel: Callable, families: tuple[str, ...] = INEXACT,
-                    out_dtype: Callable | None = None) -> Primitive:
-    prim = Primitive(name)
-    prim.def_impl(kernel)
-    prim.def_abstract_eval(functools.partial(unary_rule, name, families, out_dtype))
-    return prim
-
-
-def nary_primitive(name: str, kernel: Callable, families: tuple[str, ...] = NUMBER,
-                   out_dtype: Callable | None = None) -> Primitive:
-    prim = Primitive(name)
-    prim.def_impl(kernel)
-    prim.def_abstract_eval(functools.partial(nary_rule, name, families, out_dtype))
-    return prim
-
-
-def _api(prim: Primitive, doc: str) -> Callable[..., Any]:
-    """The public ``lax`` function for an elementwise primitive: convert, then bind."""
-
-    def apply(*args: Any) -> Any:
-        return prim.bind(*operands(prim, args))
-
-    apply.__name__ = apply.__qualname__ = prim.name
-    apply.__doc__ = doc
-    return apply
-
-
 # ---------------------------------------------------------------------------------------
 # Kernels where XLA's semantics differ from NumPy's
 # ---------------------------------------------------------------------------------------
-
-
-def _as_arrays(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Both operands as arrays of the operation's dtype: generated NumPy code may pass a
-    splat constant as a Python scalar (``rem(65536, span)``, ``shift_left(x, 13)``)."""
-    dtype = np.result_type(x, y)
-    return np.asarray(x, dtype), np.asarray(y, dtype)
-
-
-def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Integer division rounds toward zero (C); ``x / 0`` is -1, or all ones if unsigned,
-    and ``INT_MIN / -1`` wraps back to ``INT_MIN``, as in two's complement.
-
-    No absolute values (``abs(INT_MIN)`` overflows): the exact quotient is
-    ``(x - fmod(x, y)) / y``, which NumPy's floor division computes without rounding."""
-    x, y = _as_arrays(x, y)
-    if x.dtype.kind not in "iu":
-        return np.true_divide(x, y).astype(x.dtype, copy=False)
-    special = (y == 0) | (y == -1) if x.dtype.kind == "i" else y == 0
-    divisor = np.where(special, np.ones((), x.dtype), y)
-    q = (x - np.fmod(x, divisor)) // divisor
-    if x.dtype.kind == "i":
-        q = np.where(y == -1, np.negative(x), q)
-    return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype, copy=False)
 
 
 def _rem(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -415,48 +244,10 @@ def _shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.right_shift(x.view(signed), count).view(x.dtype)
 
 
-def _is_float(x: np.ndarray) -> bool:
-    return x.dtype.kind == "f" or x.dtype == dtypes.bfloat16
-
-
 def _sign(x: np.ndarray) -> np.ndarray:
     """-1, 0 or 1; a zero keeps its sign (``sign(-0.0)`` is -0.0) and NaN stays NaN."""
     out = np.sign(x)
     return np.where(x == 0, x, out) if _is_float(x) else out
-
-
-def _max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """NaN wins, and +0.0 is larger than -0.0 (NumPy returns either zero). Complex
-    numbers: see ``_lexicographic_greater``."""
-    x, y = _as_arrays(x, y)
-    if x.dtype.kind == "c":
-        return np.where(_lexicographic_greater(x, y), x, y)
-    out = np.maximum(x, y)
-    if not _is_float(out):
-        return out
-    # Of two zeros, the sum is -0.0 only if both are -0.0: the maximum.
-    return np.where((x == 0) & (y == 0), x + y, out).astype(out.dtype, copy=False)
-
-
-def _min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """NaN wins, and -0.0 is smaller than +0.0 (NumPy returns either zero). Complex
-    numbers: see ``_lexicographic_greater``."""
-    x, y = _as_arrays(x, y)
-    if x.dtype.kind == "c":
-        return np.where(_lexicographic_greater(y, x), x, y)
-    out = np.minimum(x, y)
-    if not _is_float(out):
-        return out
-    # Of two zeros, -(-x + -y) is +0.0 only if both are +0.0: the minimum.
-    return np.where((x == 0) & (y == 0), -(-x - y), out).astype(out.dtype, copy=False)
-
-
-def _lexicographic_greater(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``x > y`` for complex numbers as JAX's max and min compare them: the real parts,
-    then the imaginary parts. They select ``x`` where it holds and ``y`` elsewhere, so of
-    equal numbers (0j and -0j) and where a NaN makes both false, ``y`` wins (NumPy's
-    maximum returns the NaN)."""
-    return (x.real > y.real) | ((x.real == y.real) & (x.imag > y.imag))
 
 
 def _nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -517,11 +308,6 @@ def _complex_of(dt: np.dtype) -> np.dtype:
     return np.dtype(np.complex128 if dt in (np.float64, np.complex128) else np.complex64)
 
 
-def _same_dtype(ufunc: Callable) -> Callable:
-    """Some NumPy ufuncs widen small float types; XLA keeps the input dtype."""
-    return lambda *xs: np.asarray(ufunc(*xs)).astype(xs[0].dtype, copy=False)
-
-
 class RoundingMethod(enum.IntEnum):
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
@@ -531,30 +317,24 @@ class RoundingMethod(enum.IntEnum):
 # The primitives
 # ---------------------------------------------------------------------------------------
 
-neg_p = unary_primitive("neg", np.negative, NUMBER)
 sign_p = unary_primitive("sign", _sign, NUMBER)
 abs_p = unary_primitive("abs", np.abs, SIGNED, out_dtype=_real_part)
 floor_p = unary_primitive("floor", np.floor, FLOAT)
 ceil_p = unary_primitive("ceil", np.ceil, FLOAT)
 is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT, out_dtype=_to_bool)
-exp_p = unary_primitive("exp", _same_dtype(np.exp))
 exp2_p = unary_primitive("exp2", _exp2)
-log_p = unary_primitive("log", _same_dtype(np.log))
 log1p_p = unary_primitive("log1p", _same_dtype(np.log1p))
 expm1_p = unary_primitive("expm1", _same_dtype(np.expm1))
 sqrt_p = unary_primitive("sqrt", _same_dtype(np.sqrt))
 rsqrt_p = unary_primitive("rsqrt", _rsqrt)
 cbrt_p = unary_primitive("cbrt", _same_dtype(np.cbrt), FLOAT)
 square_p = unary_primitive("square", np.square, NUMBER)
-sin_p = unary_primitive("sin", _same_dtype(np.sin))
-cos_p = unary_primitive("cos", _same_dtype(np.cos))
 tan_p = unary_primitive("tan", _same_dtype(np.tan))
 asin_p = unary_primitive("asin", _same_dtype(np.arcsin))
 acos_p = unary_primitive("acos", _same_dtype(np.arccos))
 atan_p = unary_primitive("atan", _same_dtype(np.arctan))
 sinh_p = unary_primitive("sinh", _same_dtype(np.sinh))
 cosh_p = unary_primitive("cosh", _same_dtype(np.cosh))
-tanh_p = unary_primitive("tanh", _same_dtype(np.tanh))
 asinh_p = unary_primitive("asinh", _same_dtype(np.arcsinh))
 acosh_p = unary_primitive("acosh", _same_dtype(np.arccosh))
 atanh_p = unary_primitive("atanh", _same_dtype(np.arctanh))
@@ -571,16 +351,10 @@ round_p.def_abstract_eval(
     lambda x, rounding_method=0: unary_rule("round", FLOAT, None, x)
 )
 
-add_p = nary_primitive("add", np.add)
-sub_p = nary_primitive("sub", np.subtract)
-mul_p = nary_primitive("mul", np.multiply)
-div_p = nary_primitive("div", _div)
 rem_p = nary_primitive("rem", _rem, ORDERED[:2])
 pow_p = Primitive("pow")
 pow_p.def_impl(_pow)
 pow_p.def_abstract_eval(_pow_rule)
-max_p = nary_primitive("max", _max, ANY)
-min_p = nary_primitive("min", _min, ANY)
 atan2_p = nary_primitive("atan2", _atan2, INEXACT)
 nextafter_p = nary_primitive("nextafter", _nextafter, FLOAT)
 def _complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -601,37 +375,25 @@ shift_right_logical_p = nary_primitive("shift_right_logical", _shift_right_logic
 shift_right_arithmetic_p = nary_primitive(
     "shift_right_arithmetic", _shift_right_arithmetic, INT
 )
-eq_p = nary_primitive("eq", np.equal, ANY, out_dtype=_to_bool)
-ne_p = nary_primitive("ne", np.not_equal, ANY, out_dtype=_to_bool)
-lt_p = nary_primitive("lt", np.less, ORDERED, out_dtype=_to_bool)
-le_p = nary_primitive("le", np.less_equal, ORDERED, out_dtype=_to_bool)
-gt_p = nary_primitive("gt", np.greater, ORDERED, out_dtype=_to_bool)
-ge_p = nary_primitive("ge", np.greater_equal, ORDERED, out_dtype=_to_bool)
 
-neg = _api(neg_p, "Elementwise negation: -x.")
 sign = _api(sign_p, "Elementwise sign: -1, 0 or 1 (x / |x| for complex numbers).")
 abs = _api(abs_p, "Elementwise absolute value |x|.")
 floor = _api(floor_p, "Elementwise floor.")
 ceil = _api(ceil_p, "Elementwise ceiling.")
 is_finite = _api(is_finite_p, "Elementwise test: neither infinite nor NaN.")
-exp = _api(exp_p, "Elementwise exponential e**x.")
 exp2 = _api(exp2_p, "Elementwise base-2 exponential 2**x.")
-log = _api(log_p, "Elementwise natural logarithm.")
 log1p = _api(log1p_p, "Elementwise log(1 + x), accurate for small x.")
 expm1 = _api(expm1_p, "Elementwise e**x - 1, accurate for small x.")
 sqrt = _api(sqrt_p, "Elementwise square root.")
 rsqrt = _api(rsqrt_p, "Elementwise reciprocal square root 1/sqrt(x).")
 cbrt = _api(cbrt_p, "Elementwise cube root.")
 square = _api(square_p, "Elementwise square x * x.")
-sin = _api(sin_p, "Elementwise sine.")
-cos = _api(cos_p, "Elementwise cosine.")
 tan = _api(tan_p, "Elementwise tangent.")
 asin = _api(asin_p, "Elementwise arc sine.")
 acos = _api(acos_p, "Elementwise arc cosine.")
 atan = _api(atan_p, "Elementwise arc tangent.")
 sinh = _api(sinh_p, "Elementwise hyperbolic sine.")
 cosh = _api(cosh_p, "Elementwise hyperbolic cosine.")
-tanh = _api(tanh_p, "Elementwise hyperbolic tangent.")
 asinh = _api(asinh_p, "Elementwise inverse hyperbolic sine.")
 acosh = _api(acosh_p, "Elementwise inverse hyperbolic cosine.")
 atanh = _api(atanh_p, "Elementwise inverse hyperbolic tangent.")
@@ -641,15 +403,9 @@ imag = _api(imag_p, "Elementwise imaginary part of a complex number.")
 bitwise_not = _api(not_p, "Elementwise NOT: logical for booleans, bitwise for integers.")
 population_count = _api(population_count_p, "Elementwise count of set bits.")
 clz = _api(clz_p, "Elementwise count of leading zero bits.")
-add = _api(add_p, "Elementwise addition x + y (same dtypes; no promotion).")
-sub = _api(sub_p, "Elementwise subtraction x - y.")
-mul = _api(mul_p, "Elementwise multiplication x * y.")
-div = _api(div_p, "Elementwise division; integer division rounds toward zero.")
 rem = _api(rem_p, "Elementwise remainder with the sign of the dividend (C's fmod).")
 pow = _api(pow_p, "Elementwise power x ** y for floating-point and complex x (y may be an "
                  "integer).")
-max = _api(max_p, "Elementwise maximum (NaN wins).")
-min = _api(min_p, "Elementwise minimum (NaN wins).")
 atan2 = _api(atan2_p, "Elementwise arc tangent of x / y, in the right quadrant.")
 nextafter = _api(nextafter_p, "Elementwise next representable number after x toward y.")
 complex = _api(complex_p, "Elementwise x + i*y.")
@@ -659,12 +415,170 @@ bitwise_xor = _api(xor_p, "Elementwise XOR: logical for booleans, bitwise for in
 shift_left = _api(shift_left_p, "Elementwise x << y (0 when y is out of range).")
 shift_right_logical = _api(shift_right_logical_p, "Elementwise logical right shift.")
 shift_right_arithmetic = _api(shift_right_arithmetic_p, "Elementwise arithmetic right shift.")
-eq = _api(eq_p, "Elementwise x == y.")
-ne = _api(ne_p, "Elementwise x != y.")
-lt = _api(lt_p, "Elementwise x < y.")
-le = _api(le_p, "Elementwise x <= y.")
-gt = _api(gt_p, "Elementwise x > y.")
-ge = _api(ge_p, "Elementwise x >= y.")
+
+# ---------------------------------------------------------------------------------------
+# The rules of the primitives above: JVP, transpose, lowering
+# ---------------------------------------------------------------------------------------
+
+
+def _replace_zero(x: Any) -> Any:
+    """``x`` with zeros replaced by ones: for formulas whose value at 0 is a limit."""
+    return select(eq(x, _const(x, 0)), full_like(x, 1), x)
+
+
+def is_complex(x: Any) -> bool:
+    return dtypes.issubdtype(x.dtype, np.complexfloating)
+
+
+# Where a derivative has a choice to make (``abs`` at 0, ``x ** y`` at ``x = 0``) the rules
+# make JAX's choice, so that gradients agree with JAX's.
+defjvp(tan_p, lambda t, out, x: mul(t, add(_const(x, 1), square(out))))
+defjvp(asin_p, lambda t, out, x: mul(t, rsqrt(sub(_const(x, 1), square(x)))))
+defjvp(acos_p, lambda t, out, x: mul(t, neg(rsqrt(sub(_const(x, 1), square(x))))))
+defjvp(atan_p, lambda t, out, x: div(t, add(_const(x, 1), square(x))))
+defjvp(sinh_p, lambda t, out, x: mul(t, cosh(x)))
+defjvp(cosh_p, lambda t, out, x: mul(t, sinh(x)))
+defjvp(asinh_p, lambda t, out, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
+defjvp(acosh_p, lambda t, out, x: mul(
+    t, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+defjvp(atanh_p, lambda t, out, x: mul(integer_pow(add(_const(x, 1), x), -1),
+                                      div(t, sub(_const(x, 1), x))))
+defjvp(exp2_p, lambda t, out, x: mul(_const(x, np.log(2)), mul(t, out)))
+defjvp(log1p_p, lambda t, out, x: div(t, add(x, _const(x, 1))))
+defjvp(expm1_p, lambda t, out, x: mul(t, add(out, _const(x, 1))))
+defjvp(sqrt_p, lambda t, out, x: mul(t, div(_const(x, 0.5), out)))
+defjvp(rsqrt_p, lambda t, out, x: mul(t, mul(_const(x, -0.5), div(out, x))))
+defjvp(cbrt_p, lambda t, out, x: mul(t, mul(_const(x, 1 / 3), integer_pow(out, -2))))
+defjvp(logistic_p, lambda t, out, x: mul(t, mul(out, sub(_const(x, 1), out))))
+defjvp(square_p, lambda t, out, x: mul(t, mul(_const(x, 2), x)))
+for _p in (real_p, imag_p, complex_p):
+    deflinear(_p)
+
+
+def _abs_term(t: Any, out: Any, x: Any) -> Any:
+    """d|x| = sign(x) dx, with JAX's choice of +dx at 0; for complex x, Re(conj(x) dx)/|x|."""
+    if is_complex(x):
+        scale = div(conj(x), _replace_zero(convert_element_type(out, x.dtype)))
+        return real(mul(t, scale))
+    return select(ge(x, _const(x, 0)), t, neg(t))
+
+
+defjvp(abs_p, _abs_term)
+
+
+def _strong(x: Any) -> Any:
+    """``x`` without its weak type (JAX's pow rule converts its operands so)."""
+    return convert_element_type(x, x.dtype)
+
+
+def _pow_base_term(t: Any, out: Any, x: Any, y: Any) -> Any:
+    """y x**(y-1) dx. For a float y at x = 0 this is whatever the formula gives (NaN for
+    y = 0), as in JAX; an integer y is converted to x's dtype, and where it is 0 the
+    derivative is 0 (x**0 is 1 everywhere, even at x = 0)."""
+    if y.dtype.kind not in "iu":
+        return mul(t, _strong(mul(y, pow(x, sub(y, _const(y, 1))))))
+    x, y = _strong(x), convert_element_type(y, x.dtype)
+    if x.shape != y.shape:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        x, y = (v if v.shape == shape else broadcast_in_dim(v, shape, range(v.ndim))
+                for v in (x, y))
+    y_is_zero = eq(y, _const(y, 0))
+    zeros = full_like(y, 0)
+    safe_y = select(eq(y, _const(y, 0)), full_like(y, 1), y)
+    slope = mul(safe_y, pow(x, sub(y, full_like(y, 1))))
+    return mul(t, select(y_is_zero, zeros, slope))
+
+
+# d(x**y) = y x**(y-1) dx + log(x) x**y dy. At x = 0 the second term is taken as 0 (log is
+# replaced by log 1). An integer y has no tangent, so only the first term is ever used then.
+defjvp(pow_p, _pow_base_term,
+       lambda t, out, x, y: _strong(mul(t, mul(log(_replace_zero(x)), out))))
+defjvp(atan2_p,
+       lambda t, out, x, y: mul(t, div(y, add(square(x), square(y)))),
+       lambda t, out, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
+# rem(x, y) = x - y * trunc(x / y): the quotient is piecewise constant.
+defjvp(rem_p, lambda t, out, x, y: t,
+       lambda t, out, x, y: mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+# Piecewise constant, or with integer or boolean results: zero tangents. (``nextafter``
+# has no rule, as in JAX: differentiating it raises NotImplementedError.)
+for _p in (sign_p, floor_p, ceil_p, is_finite_p, and_p, or_p, xor_p, not_p, shift_left_p,
+           shift_right_logical_p, shift_right_arithmetic_p, population_count_p, clz_p):
+    defzero(_p)
+
+_linear_unary(real_p, lambda ct, x: complex(ct, full_like(ct, 0)))
+_linear_unary(imag_p, lambda ct, x: complex(full_like(ct, 0), neg(ct)))
+
+
+def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    return [_unbroadcast(real(ct), x.aval) if is_undefined(x) else None,
+            _unbroadcast(neg(imag(ct)), y.aval) if is_undefined(y) else None]
+
+
+deftranspose(complex_p, _complex_transpose)
+
+_LOWERINGS = {
+    floor_p: "stablehlo.floor", ceil_p: "stablehlo.ceil",
+    is_finite_p: "stablehlo.is_finite", log1p_p: "stablehlo.log_plus_one",
+    expm1_p: "stablehlo.exponential_minus_one", sqrt_p: "stablehlo.sqrt",
+    rsqrt_p: "stablehlo.rsqrt", cbrt_p: "stablehlo.cbrt", tan_p: "stablehlo.tan",
+    asin_p: "chlo.asin", acos_p: "chlo.acos", atan_p: "chlo.atan",
+    sinh_p: "chlo.sinh", cosh_p: "chlo.cosh", asinh_p: "chlo.asinh",
+    acosh_p: "chlo.acosh", atanh_p: "chlo.atanh", real_p: "stablehlo.real",
+    imag_p: "stablehlo.imag", not_p: "stablehlo.not",
+    population_count_p: "stablehlo.popcnt", abs_p: "stablehlo.abs",
+    rem_p: "stablehlo.remainder",
+    atan2_p: "stablehlo.atan2", nextafter_p: "chlo.next_after",
+    complex_p: "stablehlo.complex", and_p: "stablehlo.and", or_p: "stablehlo.or",
+    xor_p: "stablehlo.xor", shift_left_p: "stablehlo.shift_left",
+    shift_right_logical_p: "stablehlo.shift_right_logical",
+    shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
+    clz_p: "stablehlo.count_leading_zeros",
+}
+for _prim, _name in _LOWERINGS.items():
+    lowering_rules[_prim] = _nary(_name)
+
+
+@register(pow_p)
+def _pow_lowering(ctx: RuleContext, x: Value, y: Value) -> Value:
+    """An integer exponent is converted to the base's dtype first."""
+    if y.type.dtype != x.type.dtype:
+        y = ctx.b.convert(y, x.type.dtype)
+    return _nary("stablehlo.power")(ctx, x, y)
+
+
+@register(sign_p)
+def _sign_lowering(ctx: RuleContext, x: Value) -> Value:
+    """Unsigned integers have no ``sign`` op: 0 where x == 0, else 1."""
+    b = ctx.b
+    if x.type.dtype.kind != "u":
+        return b.emit("stablehlo.sign", x)
+    is_zero = b.compare(x, b.full(0, x.type), "EQ")
+    return b.select(is_zero, b.full(0, x.type), b.full(1, x.type))
+
+
+@register(square_p)
+def _square_lowering(ctx: RuleContext, x: Value) -> Value:
+    if x.type.dtype.kind in "iu":
+        return ctx.b.emit("stablehlo.multiply", x, x)
+    return ctx.b.emit("chlo.square", x)
+
+
+@register(exp2_p)
+def _exp2_lowering(ctx: RuleContext, x: Value) -> Value:
+    """2**x = exp(log(2) * x)."""
+    b = ctx.b
+    log2 = b.full(np.log(2), x.type)
+    return b.emit("stablehlo.exponential", b.emit("stablehlo.multiply", log2, x))
+
+
+@register(logistic_p)
+def _logistic_lowering(ctx: RuleContext, x: Value) -> Value:
+    """1 / (1 + exp(-x))."""
+    b = ctx.b
+    e = b.emit("stablehlo.exponential", b.emit("stablehlo.negate", x))
+    one_plus = b.emit("stablehlo.add", b.full_if_needed(1, x.type), e)
+    return b.emit("stablehlo.divide", b.full_if_needed(1, x.type), one_plus)
 
 
 stop_gradient_p = Primitive("stop_gradient")
@@ -687,9 +601,29 @@ def stop_gradient(x: Any) -> Any:
     return tree_map(stop, x)
 
 
+defzero(stop_gradient_p)
+transpose_rules[stop_gradient_p] = lambda ct, x: [Zero(x.aval)]
+
+
+@register(stop_gradient_p)
+def _stop_gradient_lowering(ctx: RuleContext, x: Value) -> Value:
+    """The value itself: gradients are not a concern of the compiled program."""
+    return x
+
+
 def round(x: Any, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Any:
     """Elementwise rounding; halves go away from zero unless told ``TO_NEAREST_EVEN``."""
     return round_p.bind(operand(x, round_p), rounding_method=RoundingMethod(rounding_method))
+
+
+defzero(round_p)
+
+
+@register(round_p)
+def _round_lowering(ctx: RuleContext, x: Value, rounding_method: int = 0) -> Value:
+    even = rounding_method == RoundingMethod.TO_NEAREST_EVEN
+    return ctx.b.emit("stablehlo.round_nearest_even" if even else "stablehlo.round_nearest_afz",
+                      x)
 
 
 def reciprocal(x: Any) -> Any:
@@ -718,116 +652,22 @@ def conj(x: Any) -> Any:
     return conj_p.bind(x, input_dtype=x.aval.dtype)
 
 
-# ---------------------------------------------------------------------------------------
-# integer_pow: a power whose exponent is a Python int, part of the primitive's params
-# ---------------------------------------------------------------------------------------
+deflinear(conj_p)
+_linear_unary(conj_p, lambda ct, x, input_dtype: (
+    conj(ct) if input_dtype.kind == "c" else real(ct)))  # a real x became complex
 
 
-def _integer_pow_kernel(x: np.ndarray, y: int) -> np.ndarray:
-    """Repeated squaring, as XLA does; a negative exponent takes the reciprocal of the
-    power (``x ** -2`` is ``1 / (x * x)``)."""
-    if y == 0:
-        return np.ones_like(x)
-    if y == 1:  # x itself, as XLA computes it (x * 1 would turn complex -0j into 0j)
-        return x
-    power = np.power(x, y if y > 0 else -y).astype(x.dtype, copy=False)
-    return power if y > 0 else (1 / power).astype(x.dtype, copy=False)
-
-
-def _integer_pow_rule(x: ShapedArray, y: int) -> ShapedArray:
-    out = unary_rule("integer_pow", NUMBER, None, x)
-    if y < 0 and x.dtype.kind in "iu":
-        raise TypeError(f"Integers cannot be raised to negative powers, got "
-                        f"integer_pow({x.str_long()}, {y})")
-    return out
-
-
-integer_pow_p = Primitive("integer_pow")
-integer_pow_p.def_impl(_integer_pow_kernel)
-integer_pow_p.def_abstract_eval(_integer_pow_rule)
-
-
-def integer_pow(x: Any, y: int) -> Any:
-    """x ** y for a Python integer ``y``, which becomes a parameter of the equation."""
-    # operator.index, not int: an exponent of 1.5 is an error, not 1 (JAX raises TypeError)
-    return integer_pow_p.bind(operand(x, integer_pow_p), y=operator.index(y))
-
-
-# ---------------------------------------------------------------------------------------
-# convert_element_type: the only way to change a dtype (and to drop a weak type)
-# ---------------------------------------------------------------------------------------
-
-
-def _convert_kernel(x: np.ndarray, new_dtype: np.dtype, weak_type: bool) -> np.ndarray:
-    """Like ``astype``, but float-to-integer saturates and maps NaN to 0, as XLA does."""
-    if x.dtype.kind == "c" and new_dtype.kind != "c":
-        x = x.real
-    if x.dtype.kind == "f" or x.dtype == dtypes.bfloat16:
-        if new_dtype.kind in "iu":
-            info = np.iinfo(new_dtype)
-            x = np.clip(np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0)), info.min, info.max)
-            # a 64-bit maximum is no float64: it rounds up to 2**63 (or 2**64), out of range
-            high = x >= float(info.max)
-            return np.where(high, new_dtype.type(info.max), np.where(high, 0, x).astype(new_dtype))
-    if new_dtype == np.bool_:
-        return x != 0
-    return x.astype(new_dtype)
-
-
-def _convert_rule(x: ShapedArray, new_dtype: np.dtype, weak_type: bool) -> ShapedArray:
-    return ShapedArray(x.shape, new_dtype, weak_type)
-
-
-convert_element_type_p = Primitive("convert_element_type")
-convert_element_type_p.def_impl(_convert_kernel)
-convert_element_type_p.def_abstract_eval(_convert_rule)
-
-
-def _foldable(x: Any) -> bool:
-    """Host scalars (NumPy scalars, and arrays a trace made of them) are converted on the
-    host, so jaxprs show the result as a literal; a jax Array's conversion is recorded."""
-    if type(x) is Array:
-        return core.is_host_scalar(x)
-    return not isinstance(x, Tracer) and np.ndim(x) == 0
-
-
-_scalar_constants: dict[tuple, Array] = {}
-
-
-def _python_scalar_constant(x: Any, new_dtype: np.dtype, weak_type: bool) -> Array:
-    """``x + 1.0`` converts the same Python scalars over and over: reuse the (immutable)
-    arrays. The key tells 1 from 1.0 from True, and 0.0 from -0.0."""
-    key = (type(x), x, math.copysign(1.0, x) if type(x) is float else 0, new_dtype, weak_type)
-    constant = _scalar_constants.get(key)
-    if constant is None:
-        value = np.asarray(operand(x)._value)
-        constant = put_numpy(_convert_kernel(value, new_dtype, weak_type), weak_type)
-        if len(_scalar_constants) > 1000:
-            _scalar_constants.clear()
-        _scalar_constants[key] = constant
-    if core.current_trace().host_scalars is not None:  # a trace that records a jaxpr:
-        unchanged = weak_type and new_dtype == dtypes.dtype(x)  # it prints x as written
-        core.note_host_scalar(constant, x if unchanged else None)
-    return constant
-
-
-def convert_element_type(x: Any, new_dtype: Any, weak_type: bool = False) -> Any:
-    """Cast ``x`` to ``new_dtype`` (canonicalised). A no-op if nothing would change."""
-    if type(x) is Array or isinstance(x, Tracer):
-        if x.aval.dtype == new_dtype and x.aval.weak_type == weak_type:
-            return x
-    elif type(x) in (bool, int, float) and x == x:
-        return _python_scalar_constant(x, dtypes.canonicalize_dtype(new_dtype), weak_type)
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if _foldable(x):
-        value = np.asarray(operand(x)._wait())
-        constant = put_numpy(_convert_kernel(value, new_dtype, weak_type), weak_type)
-        core.note_host_scalar(constant)
-        return constant
-    x = operand(x)
-    if x.dtype == new_dtype and x.weak_type == weak_type:
-        return x
-    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+@register(conj_p)
+def conj_op(ctx: RuleContext, x: Value, **params: Any) -> Value:
+    """The lowering of ``conj`` (other rules emit it too)."""
+    b = ctx.b
+    if x.type.dtype.kind != "c":  # conj of a real array: the same numbers, as complex
+        out = TensorType(x.type.shape, ctx.avals_out[0].dtype)
+        return b.emit("stablehlo.complex", x, b.full_if_needed(0, x.type), type=out)
+    part = TensorType(x.type.shape, ctx.avals_out[0].dtype.type(0).real.dtype)
+    real = b.emit("stablehlo.real", x, type=part)
+    imag = b.emit("stablehlo.negate", b.emit("stablehlo.imag", x, type=part))
+    return b.emit("stablehlo.complex", real, imag, type=x.type)
 
 
 def _bitcast_rule(x: ShapedArray, new_dtype: np.dtype) -> ShapedArray:
@@ -849,6 +689,10 @@ def bitcast_convert_type(x: Any, new_dtype: Any) -> Any:
     x = operand(x, bitcast_convert_type_p)
     # canonical, as JAX: without x64, float64 is float32 (then the widths agree)
     return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+defzero(bitcast_convert_type_p)
+lowering_rules[bitcast_convert_type_p] = _nary("stablehlo.bitcast_convert")
 
 
 # ---------------------------------------------------------------------------------------
@@ -903,53 +747,21 @@ def reduce_precision(operand_: Any, exponent_bits: int, mantissa_bits: int) -> A
                                    mantissa_bits=int(mantissa_bits))
 
 
+deflinear(reduce_precision_p)
+_linear_unary(reduce_precision_p, lambda ct, x, **params: reduce_precision_p.bind(
+    ct, **params))
+
+
+@register(reduce_precision_p)
+def _reduce_precision_lowering(ctx: RuleContext, x: Value, *, exponent_bits: int,
+                               mantissa_bits: int) -> Value:
+    return ctx.b.emit("stablehlo.reduce_precision", x,
+                      format=f"e{exponent_bits}m{mantissa_bits}")
+
+
 # ---------------------------------------------------------------------------------------
-# Selection: select_n and clamp
+# clamp
 # ---------------------------------------------------------------------------------------
-
-
-def _select_n_kernel(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
-    if which.dtype == np.bool_:
-        return np.where(which, cases[1], cases[0]) if len(cases) == 2 else cases[0].copy()
-    return np.choose(which, cases) if which.ndim else cases[int(which)].copy()
-
-
-def _select_n_rule(which: ShapedArray, *cases: ShapedArray) -> ShapedArray:
-    if not cases:
-        raise ValueError("select_n() must have at least one case")
-    if which.dtype != np.bool_ and which.dtype != np.int32:
-        raise TypeError(
-            "select_n requires the predicate to be a boolean or int32 array, got "
-            f"{which.dtype.name}"
-        )
-    if which.dtype == np.bool_ and len(cases) > 2:
-        raise TypeError("select_n with a boolean predicate takes at most two cases")
-    if any(c.shape != cases[0].shape or c.dtype != cases[0].dtype for c in cases):
-        raise TypeError(
-            "select_n cases must have the same shapes and dtypes, got "
-            f"{', '.join(c.str_long() for c in cases)}."
-        )
-    if which.shape and which.shape != cases[0].shape:
-        raise TypeError(
-            "select_n which must be scalar or have the same shape as cases, got "
-            f"which shape {which.shape} but case shape {cases[0].shape}."
-        )
-    return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
-
-
-select_n_p = Primitive("select_n")
-select_n_p.def_impl(_select_n_kernel)
-select_n_p.def_abstract_eval(_select_n_rule)
-
-
-def select_n(which: Any, *cases: Any) -> Any:
-    """Pick ``cases[which]`` elementwise (``which`` boolean: False -> cases[0])."""
-    return select_n_p.bind(*operands(select_n_p, (which, *cases)))
-
-
-def select(pred: Any, on_true: Any, on_false: Any) -> Any:
-    """``on_true`` where ``pred`` holds, else ``on_false`` (note the order of select_n)."""
-    return select_n(pred, on_false, on_true)
 
 
 def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray:
@@ -975,3 +787,22 @@ clamp_p.def_abstract_eval(_clamp_rule)
 def clamp(min: Any, x: Any, max: Any) -> Any:
     """Elementwise ``min(max(x, min), max)``."""
     return clamp_p.bind(*operands(clamp_p, (min, x, max)))
+
+
+def _clamp_jvp(primals: list, tangents: list) -> tuple[Any, Any]:
+    """clamp(lo, x, hi): the tangent of whichever input is the result; at a tie, none
+    (as in JAX: ``x`` must be strictly inside, a bound strictly outside)."""
+    lo, x, hi = primals
+    out = clamp_p.bind(lo, x, hi)
+    chosen = (bitwise_and(gt(lo, x), lt(lo, hi)), bitwise_and(gt(x, lo), lt(x, hi)),
+              lt(hi, x))
+    tangent = Zero(tangent_aval(out.aval))
+    for t, where in zip(tangents, chosen):
+        if type(t) is not Zero:
+            t = _broadcast_like(t, out)
+            tangent = add_tangents(tangent, select(where, t, _zeros(t)))
+    return out, tangent
+
+
+jvp_rules[clamp_p] = _clamp_jvp
+lowering_rules[clamp_p] = _nary("stablehlo.clamp")

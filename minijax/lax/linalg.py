@@ -1,15 +1,10 @@
-"""Linear algebra primitives: ``dot_general``, and the matrix decompositions of ``lax.linalg``.
-
-``dot_general`` is the one primitive behind every product in ``jnp`` (``dot``, ``@``,
-``einsum``, ``tensordot``...). Its ``dimension_numbers`` say which dimensions of the two
-operands are *contracted* (multiplied and summed away) and which are *batch* dimensions
-(paired up, kept, and put first). Everything else is *free*. The result's dimensions are
-always ordered: batch dimensions, then the lhs's free ones, then the rhs's free ones.
+"""Linear algebra primitives: the matrix decompositions of ``lax.linalg``.
 
 The decompositions (``cholesky``, ``eigh``, ``qr``, ``svd``, ``lu``) and
 ``triangular_solve`` work on the last two dimensions and are batched over the leading
-ones; their kernels call ``np.linalg`` (or short NumPy loops where NumPy has no routine)
-and keep the input dtype, so float32 in gives float32 out. Where a matrix has no
+ones (``dot_general``, the product behind them all, is in :mod:`minijax.lax.base`);
+their kernels call ``np.linalg`` (or short NumPy loops where NumPy has no routine) and
+keep the input dtype, so float32 in gives float32 out. Where a matrix has no
 decomposition they do what LAPACK does under XLA: NaNs or infinities, never an error,
 because a traced program cannot raise on values. Each decomposition's rules follow it:
 its JVP (products and triangular solves, with lax operations) and its lowering (the
@@ -18,7 +13,6 @@ LAPACK custom call JAX emits on the CPU).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,28 +24,29 @@ from minijax.compiler.stablehlo import Dense, Opaque, TensorType, Typed, Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import ad
 from minijax.interpreters.transpose import deftranspose
-from minijax.jaxpr import pp_param_rules
 from minijax.lax import elementwise as ew
-from minijax.lax.elementwise import INEXACT, check_dtype, operand
-from minijax.lax.reductions import reduce_sum, reduce_sum_p
-from minijax.lax.shapes import (
-    broadcast_in_dim,
-    broadcasted_iota,
-    concatenate,
+from minijax.lax.base import (
+    INEXACT,
+    add,
+    check_dtype,
+    dot_general,
     full,
     full_like,
-    pad,
+    ge,
+    le,
+    operand,
+    reduce_sum_p,
+    select,
     transpose,
 )
-from minijax.lax.slicing import _slice_lowering, slice_in_dim
+from minijax.lax.elementwise import conj
+from minijax.lax.reductions import reduce_sum
+from minijax.lax.shapes import broadcast_in_dim, broadcasted_iota
+from minijax.lax.slicing import _slice_lowering, concatenate, pad, slice_in_dim
 
 __all__ = [
-    "Precision",
     "cholesky",
     "cholesky_p",
-    "dot",
-    "dot_general",
-    "dot_general_p",
     "eigh",
     "eigh_p",
     "lu",
@@ -63,254 +58,6 @@ __all__ = [
     "triangular_solve",
     "triangular_solve_p",
 ]
-
-# ---------------------------------------------------------------------------------------
-# Precision: how hard an accelerator should try (on a CPU, float32 is always exact enough)
-# ---------------------------------------------------------------------------------------
-
-
-class Precision(enum.Enum):
-    """Precision of a matrix product on accelerators; minijax's CPU kernels ignore it."""
-
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
-
-    def __repr__(self) -> str:
-        return f"Precision.{self.name}"
-
-    def __str__(self) -> str:
-        return self.name
-
-
-_PRECISION_NAMES = {
-    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
-    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
-    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
-}
-
-
-def canonicalize_precision(precision: Any) -> tuple[Precision, Precision] | None:
-    """``None``, one precision (a name or a ``Precision``) or a pair -> ``None`` or a pair."""
-    if precision is None:
-        return None
-    if isinstance(precision, str) and precision in _PRECISION_NAMES:
-        precision = _PRECISION_NAMES[precision]
-    if isinstance(precision, Precision):
-        return precision, precision
-    if (isinstance(precision, (tuple, list)) and len(precision) == 2
-            and all(isinstance(p, (Precision, str)) for p in precision)):
-        pair = [_PRECISION_NAMES.get(p, p) if isinstance(p, str) else p for p in precision]
-        if all(isinstance(p, Precision) for p in pair):
-            return pair[0], pair[1]
-    raise ValueError(
-        "Precision argument must be one of:\n- None,\n"
-        f"- a string in {list(_PRECISION_NAMES)},\n- a lax.Precision value,\n"
-        f"- a tuple of two lax.Precision values or strings;\nbut got {precision}."
-    )
-
-
-# ---------------------------------------------------------------------------------------
-# dot_general: contract, batch, and keep the rest
-# ---------------------------------------------------------------------------------------
-
-DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
-                         tuple[tuple[int, ...], tuple[int, ...]]]
-
-
-def _check_dimension_numbers(lhs: ShapedArray, rhs: ShapedArray,
-                             dimension_numbers: DimensionNumbers) -> None:
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
-    for side, aval, batch, contract in (("lhs", lhs, lhs_batch, lhs_contract),
-                                        ("rhs", rhs, rhs_batch, rhs_contract)):
-        if any(not 0 <= d < aval.ndim for d in batch + contract):
-            raise TypeError(
-                f"dot_general requires {side} dimension numbers to be nonnegative and less "
-                f"than the number of axes of the {side} value, got {side}_batch of {batch} "
-                f"and {side}_contracting of {contract} for {side} of rank {aval.ndim}"
-            )
-        if len(set(contract)) != len(contract):
-            raise TypeError(f"dot_general requires {side} contracting dimensions to be "
-                            f"distinct, got {side}_contracting {contract}.")
-        if set(batch) & set(contract):
-            raise TypeError(
-                f"dot_general requires {side} batch dimensions to be disjoint from contracting "
-                f"dimensions, got {side}_batch {batch} and {side}_contracting {contract}."
-            )
-    if len(lhs_batch) != len(rhs_batch):
-        raise TypeError(
-            "dot_general requires equal numbers of lhs_batch and rhs_batch dimensions, got "
-            f"lhs_batch {lhs_batch} and rhs_batch {rhs_batch}."
-        )
-    lhs_batch_shape = tuple(lhs.shape[d] for d in lhs_batch)
-    rhs_batch_shape = tuple(rhs.shape[d] for d in rhs_batch)
-    if lhs_batch_shape != rhs_batch_shape:
-        raise TypeError(
-            "dot_general requires lhs batch dimensions and rhs batch dimensions to have the "
-            f"same shape, got {lhs_batch_shape} and {rhs_batch_shape}."
-        )
-    lhs_contract_shape = tuple(lhs.shape[d] for d in lhs_contract)
-    rhs_contract_shape = tuple(rhs.shape[d] for d in rhs_contract)
-    if lhs_contract_shape != rhs_contract_shape:
-        raise TypeError(
-            "dot_general requires contracting dimensions to have the same shape, got "
-            f"{lhs_contract_shape} and {rhs_contract_shape}."
-        )
-
-
-def _free_dims(ndim: int, batch: tuple[int, ...], contract: tuple[int, ...]) -> list[int]:
-    return [d for d in range(ndim) if d not in batch and d not in contract]
-
-
-def _dot_output_shape(lhs: ShapedArray, rhs: ShapedArray,
-                      dimension_numbers: DimensionNumbers) -> tuple[int, ...]:
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
-    return (tuple(lhs.shape[d] for d in lhs_batch)
-            + tuple(lhs.shape[d] for d in _free_dims(lhs.ndim, lhs_batch, lhs_contract))
-            + tuple(rhs.shape[d] for d in _free_dims(rhs.ndim, rhs_batch, rhs_contract)))
-
-
-_KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}  # bfloat16's kind is "V"
-
-
-def _wider_input_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
-    """The result dtype of a product of two *different* input dtypes, as XLA's CPU picks
-    it: the higher kind (bool < integer < float < complex), then the larger item size,
-    ties going to signed integers and to bfloat16."""
-    def rank(dt: np.dtype) -> tuple[int, int, int]:
-        tie = dt.kind == "i" or dt == dtypes.bfloat16
-        return _KIND_RANK[dt.kind], dt.itemsize, int(tie)
-
-    return max(a, b, key=rank)
-
-
-def _bits(dt: np.dtype) -> int:
-    """Bits of one component (complex64 counts 32); bool counts 0."""
-    if dt == np.bool_:
-        return 0
-    return (dtypes.finfo(dt) if dt.kind in "fcV" else dtypes.iinfo(dt)).bits
-
-
-def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *,
-                      dimension_numbers: DimensionNumbers, precision: Any,
-                      preferred_element_type: np.dtype | None, out_sharding: Any
-                      ) -> ShapedArray:
-    _check_dimension_numbers(lhs, rhs, dimension_numbers)
-    dt = _wider_input_dtype(lhs.dtype, rhs.dtype)
-    if preferred_element_type is not None:
-        # Accumulating integers or complex numbers in a narrower type would lose them.
-        if dt.kind in "iuc" and _bits(preferred_element_type) < _bits(dt):
-            raise TypeError(
-                "`preferred_element_type` must not be narrower than the original type, got "
-                f"preferred_element_type of {preferred_element_type.name} for result type "
-                f"of {dt.name}."
-            )
-        dt = preferred_element_type
-    weak = lhs.weak_type and rhs.weak_type
-    return ShapedArray(_dot_output_shape(lhs, rhs, dimension_numbers), dt, weak)
-
-
-def _compute_dtype(lhs: np.dtype, rhs: np.dtype, out: np.dtype) -> np.dtype:
-    """What the kernel multiplies in: integers in the result's dtype (so int8 products
-    wrap around as int8 sums do); inexact inputs in their own dtype, or in the result's if
-    that is wider (a float result of complex inputs is then their real part, an integer
-    result of floats is truncated); half-precision floats in float32."""
-    dt = _wider_input_dtype(lhs, rhs)
-    wider_result = out.kind == "c" or (out.kind in "fV" and dt.kind != "c"
-                                       and out.itemsize > dt.itemsize)
-    if dt.kind in "biu" or wider_result:
-        dt = out
-    if dt == np.float16 or dt == dtypes.bfloat16:
-        return np.dtype(np.float32)
-    return dt
-
-
-def _dot_general_kernel(lhs: np.ndarray, rhs: np.ndarray, *,
-                        dimension_numbers: DimensionNumbers, precision: Any,
-                        preferred_element_type: np.dtype | None, out_sharding: Any
-                        ) -> np.ndarray:
-    """Move batch, free and contracting dimensions into place, then one ``np.matmul``."""
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
-    lhs_free = _free_dims(lhs.ndim, lhs_batch, lhs_contract)
-    rhs_free = _free_dims(rhs.ndim, rhs_batch, rhs_contract)
-    out_shape = _dot_output_shape(lhs, rhs, dimension_numbers)
-    out_dtype = preferred_element_type or _wider_input_dtype(lhs.dtype, rhs.dtype)
-    acc = _compute_dtype(lhs.dtype, rhs.dtype, out_dtype)
-
-    def as_matrices(x: np.ndarray, batch: Sequence[int], rows: Sequence[int],
-                    cols: Sequence[int]) -> np.ndarray:
-        x = np.transpose(x, (*batch, *rows, *cols)).astype(acc, copy=False)
-        sizes = [int(np.prod([x.shape[i] for i in range(a, b)], dtype=np.int64))
-                 for a, b in ((len(batch), len(batch) + len(rows)),
-                              (len(batch) + len(rows), x.ndim))]
-        return x.reshape(x.shape[:len(batch)] + tuple(sizes))
-
-    product = np.matmul(as_matrices(lhs, lhs_batch, lhs_free, lhs_contract),
-                        as_matrices(rhs, rhs_batch, rhs_contract, rhs_free))
-    if product.dtype.kind == "c" and out_dtype.kind != "c":
-        product = product.real  # a complex product asked for a real result keeps its real part
-    return product.reshape(out_shape).astype(out_dtype, copy=False)
-
-
-dot_general_p = Primitive("dot_general")
-dot_general_p.def_impl(_dot_general_kernel)
-dot_general_p.def_abstract_eval(_dot_general_rule)
-
-
-def _pp_dot_general(params: dict) -> list[tuple[str, Any]]:
-    """JAX prints dimension numbers with lists, and leaves out parameters that are None."""
-    (lc, rc), (lb, rb) = params["dimension_numbers"]
-    items: list[tuple[str, Any]] = [
-        ("dimension_numbers", f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))")
-    ]
-    for name in ("precision", "preferred_element_type"):
-        if params[name] is not None:
-            items.append((name, params[name]))
-    return items
-
-
-pp_param_rules[dot_general_p] = _pp_dot_general
-
-
-def _dims(dims: Any) -> tuple[int, ...]:
-    return (int(dims),) if isinstance(dims, (int, np.integer)) else tuple(map(int, dims))
-
-
-def _canonicalize_dimension_numbers(dimension_numbers: Any) -> DimensionNumbers:
-    """Lists, arrays or single ints -> the hashable tuples the equation stores."""
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
-    return (_dims(lhs_contract), _dims(rhs_contract)), (_dims(lhs_batch), _dims(rhs_batch))
-
-
-def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
-                preferred_element_type: Any = None, *, out_sharding: Any = None) -> Any:
-    """The general product: ``dimension_numbers = ((lhs_contracting, rhs_contracting),
-    (lhs_batch, rhs_batch))``. The result has the batch dimensions, then the lhs's free
-    dimensions, then the rhs's."""
-    pet = None if preferred_element_type is None \
-        else dtypes.canonicalize_dtype(preferred_element_type)
-    return dot_general_p.bind(
-        operand(lhs, dot_general_p), operand(rhs, dot_general_p, 1),
-        dimension_numbers=_canonicalize_dimension_numbers(dimension_numbers),
-        precision=canonicalize_precision(precision), preferred_element_type=pet,
-        out_sharding=None,
-    )
-
-
-def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None, precision: Any = None,
-        preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
-    """Vector-vector, matrix-vector or matrix-matrix product (contracting ``lhs``'s last
-    dimension with ``rhs``'s first); other ranks need explicit ``dimension_numbers``."""
-    lhs, rhs = operand(lhs, dot_general_p), operand(rhs, dot_general_p, 1)
-    if dimension_numbers is None:
-        if not (1 <= lhs.ndim <= 2 and 1 <= rhs.ndim <= 2 and lhs.shape[-1] == rhs.shape[0]):
-            raise ValueError(
-                "jax.lax.dot: dimension_numbers must be specified when not performing simple "
-                "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
-                f"lhs_shape={lhs.shape} rhs_shape={rhs.shape}"
-            )
-        dimension_numbers = (((lhs.ndim - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
 
 
 # ---------------------------------------------------------------------------------------
@@ -336,7 +83,7 @@ def matrix_transpose(x: Any, conjugate: bool = False) -> Any:
     """Swap the last two dimensions (and conjugate complex entries if asked)."""
     perm = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
     x = transpose(x, perm)
-    return ew.conj(x) if conjugate and x.dtype.kind == "c" else x
+    return conj(x) if conjugate and x.dtype.kind == "c" else x
 
 
 def _symmetrize(x: Any) -> Any:
@@ -359,9 +106,9 @@ def _hermitian_input(name: str, x: Any, symmetrize_input: bool) -> Any:
 def _lower_triangle(x: Any) -> Any:
     """Zero the strictly upper triangle (of the last two dimensions): keep ``row + 0 >=
     column``, the mask of ``jnp.tril(x, k=0)`` (JAX records the ``+ 0``)."""
-    rows = ew.add(broadcasted_iota(np.int32, x.shape, x.ndim - 2), np.int32(0))
+    rows = add(broadcasted_iota(np.int32, x.shape, x.ndim - 2), np.int32(0))
     cols = broadcasted_iota(np.int32, x.shape, x.ndim - 1)
-    return ew.select(ew.ge(rows, cols), x, full_like(x, 0))
+    return select(ge(rows, cols), x, full_like(x, 0))
 
 
 def _primitive(name: str, kernel: Any, rule: Any, multiple_results: bool = True) -> Primitive:
@@ -395,7 +142,7 @@ def _triangle(x: Any, lower: bool, k: int = 0) -> Any:
     rows = broadcasted_iota(np.int32, x.shape, x.ndim - 2)
     cols = broadcasted_iota(np.int32, x.shape, x.ndim - 1)
     shifted = ew.add(rows, ew.convert_element_type(k, np.int32))
-    keep = ew.le(cols, shifted) if lower else ew.ge(cols, shifted)
+    keep = le(cols, shifted) if lower else ge(cols, shifted)
     return ew.select(keep, x, full_like(x, 0))
 
 

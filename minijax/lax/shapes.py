@@ -1,10 +1,10 @@
-"""Primitives that move data without computing on it: broadcasting, reshaping, transposing,
-reversing, padding, joining and splitting arrays, and ``iota``.
+"""Primitives that move data without computing on it: squeezing, reversing, stacking
+and tiling arrays, and ``iota``.
 
-These are the primitives ``jnp`` uses to make operands line up before an elementwise
-operation: ``broadcast_in_dim`` says explicitly which operand dimension becomes which
-result dimension, which is how ``lax`` avoids NumPy's implicit broadcasting rules. The
-others are the building blocks of ``jnp``'s array manipulation functions.
+``broadcast_in_dim``, ``reshape`` and ``transpose`` are in the base set
+(:mod:`minijax.lax.base`); with these, they are the building blocks of ``jnp``'s array
+manipulation functions. (``pad``, ``concatenate`` and ``split`` live in
+:mod:`minijax.lax.slicing`: their transposes are slices, and a slice's is a pad.)
 
 Every shape rule checks its parameters and raises JAX's error (naming the shapes) at
 bind time; the NumPy kernels can then assume well-formed parameters.
@@ -18,229 +18,45 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes, errors
-from minijax.array import is_jax_value
-from minijax.compiler import lowering
-from minijax.compiler.stablehlo import Value
-from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
-from minijax.interpreters import ad
-from minijax.interpreters.partial_eval import PartialEvalTrace
-from minijax.interpreters.transpose import deftranspose
-from minijax.jaxpr import pp_param_rules
-from minijax.lax.elementwise import NUMBER, check_dtype, convert_element_type, operand
-
-
-def canonicalize_shape(shape: Any) -> tuple[int, ...]:
-    """``3`` or ``[2, 3]`` or ``(2, 3)`` -> a tuple of Python ints."""
-    if isinstance(shape, (tuple, list)):  # not np.ndim: it would convert a traced size
-        dims = tuple(shape)
-    else:
-        dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
-    if any(dtypes.issubdtype(getattr(d, "dtype", type(d)), np.inexact) for d in dims
-           if type(d) is not int):
-        # int() would truncate a size of 2.5 to 2: JAX refuses non-integer sizes
-        raise TypeError(
-            f"Shapes must be 1D sequences of concrete values of integer type, got {dims}.")
-    try:
-        return tuple(int(d) for d in dims)
-    except errors.ConcretizationTypeError:  # a traced size: say so as JAX does (the
-        # shape as it was written, then where each traced size came from)
-        shown = shape if isinstance(shape, (tuple, list)) else dims
-        where = "\n".join(d._context() for d in dims
-                          if isinstance(d, Tracer) and not is_concrete(d))
-        raise TypeError(
-            f"Shapes must be 1D sequences of concrete values of integer type, got {shown}.\n"
-            "If using `jit`, try using `static_argnums` or applying `jit` to smaller "
-            f"subfunctions.\n{where}") from None
-
+from minijax import dtypes
+from minijax.compiler.lowering import Builder, RuleContext, register, tensor_type
+from minijax.compiler.stablehlo import TensorType, Value
+from minijax.core import Primitive, ShapedArray
+from minijax.interpreters.ad import deflinear, defzero, instantiate
+from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
+from minijax.lax.base import (
+    NUMBER,
+    _jax_typed,
+    _linear_unary,
+    broadcast_in_dim,
+    canonicalize_shape,
+    check_dtype,
+    operand,
+    reduce_sum,
+    reshape,
+)
 
 __all__ = [
-    "broadcast",
-    "broadcast_in_dim",
-    "broadcast_in_dim_p",
     "broadcasted_iota",
     "collapse",
-    "concatenate",
-    "concatenate_p",
     "expand_dims",
-    "full",
-    "full_like",
     "iota",
     "iota_p",
-    "pad",
-    "pad_p",
-    "reshape",
-    "reshape_p",
     "rev",
     "rev_p",
-    "split",
-    "split_p",
     "squeeze",
     "squeeze_p",
     "stack",
     "stack_p",
     "tile",
     "tile_p",
-    "transpose",
-    "transpose_p",
     "unstack",
     "unstack_p",
 ]
 
 # ---------------------------------------------------------------------------------------
-# broadcast_in_dim
+# collapse, expand_dims: a reshape and a broadcast_in_dim, spelled differently
 # ---------------------------------------------------------------------------------------
-
-
-def _broadcast_in_dim_rule(x: ShapedArray, shape: tuple[int, ...],
-                           broadcast_dimensions: tuple[int, ...], sharding: Any) -> ShapedArray:
-    dims = broadcast_dimensions
-    if any(d < 0 for d in shape):
-        raise TypeError(
-            f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
-    if len(dims) != x.ndim:
-        raise TypeError(
-            "broadcast_in_dim broadcast_dimensions must have length equal to operand ndim; "
-            f"got broadcast_dimensions {dims} for operand ndim {x.ndim}."
-        )
-    if any(not 0 <= d < len(shape) for d in dims) or list(dims) != sorted(set(dims)):
-        raise TypeError(
-            "broadcast_in_dim broadcast_dimensions must be strictly increasing and in range; "
-            f"got broadcast_dimensions {dims} for target shape {shape}."
-        )
-    if any(x.shape[i] not in (1, shape[d]) for i, d in enumerate(dims)):
-        raise TypeError(
-            "broadcast_in_dim operand dimension sizes must either be 1, or be equal to their "
-            "corresponding dimensions in the target broadcast shape; got operand of shape "
-            f"{x.shape}, target broadcast shape {shape}, broadcast_dimensions {dims} "
-        )
-    return ShapedArray(shape, x.dtype, x.weak_type)
-
-
-def _broadcast_in_dim_kernel(x: np.ndarray, shape: tuple[int, ...],
-                             broadcast_dimensions: tuple[int, ...], sharding: Any) -> np.ndarray:
-    expanded = [1] * len(shape)
-    for i, d in enumerate(broadcast_dimensions):
-        expanded[d] = x.shape[i]
-    return np.broadcast_to(x.reshape(expanded), shape)
-
-
-broadcast_in_dim_p = Primitive("broadcast_in_dim")
-broadcast_in_dim_p.def_impl(_broadcast_in_dim_kernel)
-broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_rule)
-# JAX prints only the dimensions (and nothing when there are none): the shape is in the type.
-pp_param_rules[broadcast_in_dim_p] = lambda params: (
-    [("broadcast_dimensions", params["broadcast_dimensions"])]
-    if params["broadcast_dimensions"] else []
-)
-
-
-def zeros_like_aval(aval: ShapedArray) -> Any:
-    """An array of zeros of type ``aval``, as JAX writes it: a scalar zero (weak if
-    ``aval`` is), broadcast. Under ``linearize`` (a partial-evaluation trace) the
-    broadcast is recorded in the linear part with the other tangent computations, as
-    JAX's linearize does, although nothing unknown goes into it."""
-    zero = convert_element_type(0, aval.dtype, aval.weak_type)
-    trace = core.current_trace()
-    if aval.shape and isinstance(trace, PartialEvalTrace):
-        return trace.record(broadcast_in_dim_p, [zero],
-                            dict(shape=aval.shape, broadcast_dimensions=(), sharding=None))
-    return broadcast_in_dim(zero, aval.shape, ())
-
-
-ad.install_zeros(zeros_like_aval)
-
-
-def _jax_typed(x: Any) -> Any:
-    """:func:`operand`, with the words JAX uses for a bad operand of these functions."""
-    if not is_jax_value(x):
-        raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
-    return operand(x)
-
-
-def broadcast_in_dim(operand_: Any, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int], *, out_sharding: Any = None) -> Any:
-    """Broadcast to ``shape``, operand dimension ``i`` becoming result dimension
-    ``broadcast_dimensions[i]``. A no-op when nothing would change."""
-    x = _jax_typed(operand_)
-    shape = tuple(int(d) for d in shape)
-    # NumPy integers stay NumPy integers: JAX's jaxprs print them so (np.int64(0))
-    dims = tuple(d if isinstance(d, np.integer) else int(d) for d in broadcast_dimensions)
-    if x.shape == shape and dims == tuple(range(x.ndim)):
-        return x
-    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims, sharding=None)
-
-
-def broadcast(operand_: Any, sizes: Sequence[int]) -> Any:
-    """Add leading dimensions of the given ``sizes``."""
-    x = operand(operand_)
-    sizes = tuple(sizes)
-    return broadcast_in_dim(x, sizes + x.shape, range(len(sizes), len(sizes) + x.ndim))
-
-
-def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
-    """An array of ``shape`` filled with ``fill_value``: a scalar broadcast to the shape."""
-    shape = canonicalize_shape(shape)
-    if np.ndim(fill_value) != 0:
-        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
-                        f"{np.shape(fill_value)}.")
-    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
-    dt = dtypes.dtype(fill_value) if dtype is None else dtypes.canonicalize_dtype(dtype)
-    return broadcast_in_dim(convert_element_type(fill_value, dt, weak), shape, ())
-
-
-def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
-    """Like ``full``, taking the shape and dtype (and weak type) from ``x`` by default."""
-    x = operand(x)
-    weak = dtype is None and x.weak_type
-    dt = x.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
-    shape = x.shape if shape is None else canonicalize_shape(shape)
-    return broadcast_in_dim(convert_element_type(fill_value, dt, weak), shape, ())
-
-
-# ---------------------------------------------------------------------------------------
-# reshape
-# ---------------------------------------------------------------------------------------
-
-
-def _reshape_rule(x: ShapedArray, new_sizes: tuple[int, ...], dimensions: Any,
-                  sharding: Any) -> ShapedArray:
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        # JAX's class (its compiler rejects the program; minijax rejects it when traced).
-        raise ValueError(
-            f"reshape total size must be unchanged, got new_sizes {new_sizes} "
-            f"(of total size {int(np.prod(new_sizes, dtype=np.int64))}) for shape {x.shape} "
-            f"(of total size {x.size})."
-        )
-    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
-        raise TypeError(
-            "reshape dimensions must be a permutation of operand dimensions, got dimensions "
-            f"{dimensions} for shape {x.shape}."
-        )
-    return ShapedArray(new_sizes, x.dtype, x.weak_type)
-
-
-def _reshape_kernel(x: np.ndarray, new_sizes: tuple[int, ...], dimensions: Any,
-                    sharding: Any) -> np.ndarray:
-    if dimensions is not None:
-        x = np.transpose(x, dimensions)
-    return np.reshape(x, new_sizes)
-
-
-reshape_p = Primitive("reshape")
-reshape_p.def_impl(_reshape_kernel)
-reshape_p.def_abstract_eval(_reshape_rule)
-
-
-def reshape(operand_: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None,
-            *, out_sharding: Any = None) -> Any:
-    """Reshape (after transposing by ``dimensions``, if given). A no-op if nothing changes."""
-    x = operand(operand_, reshape_p)
-    new_sizes = tuple(int(d) for d in new_sizes)
-    dims = None if dimensions is None else tuple(int(d) for d in dimensions)
-    if x.shape == new_sizes and (dims is None or dims == tuple(range(x.ndim))):
-        return x
-    return reshape_p.bind(x, new_sizes=new_sizes, dimensions=dims, sharding=None)
 
 
 def collapse(operand_: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
@@ -281,31 +97,8 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
 
 
 # ---------------------------------------------------------------------------------------
-# transpose, squeeze, rev
+# squeeze, rev
 # ---------------------------------------------------------------------------------------
-
-
-def _transpose_rule(x: ShapedArray, permutation: tuple[int, ...]) -> ShapedArray:
-    if sorted(permutation) != list(range(x.ndim)):
-        raise TypeError(
-            "transpose permutation isn't a permutation of operand dimensions, got "
-            f"permutation {permutation} for operand shape {x.shape}."
-        )
-    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
-
-
-transpose_p = Primitive("transpose")
-transpose_p.def_impl(lambda x, permutation: np.transpose(x, permutation))
-transpose_p.def_abstract_eval(_transpose_rule)
-
-
-def transpose(operand_: Any, permutation: Sequence[int]) -> Any:
-    """Permute dimensions: result dimension ``i`` is operand dimension ``permutation[i]``."""
-    x = operand(operand_, transpose_p)
-    permutation = tuple(int(p) for p in permutation)
-    if permutation == tuple(range(x.ndim)):
-        return x
-    return transpose_p.bind(x, permutation=permutation)
 
 
 def _squeeze_rule(x: ShapedArray, dimensions: tuple[int, ...]) -> ShapedArray:
@@ -357,83 +150,24 @@ def rev(operand_: Any, dimensions: Sequence[int]) -> Any:
     return rev_p.bind(operand(operand_, rev_p), dimensions=tuple(int(d) for d in dimensions))
 
 
-# ---------------------------------------------------------------------------------------
-# pad: low and high edge padding (negative crops) and interior padding
-# ---------------------------------------------------------------------------------------
+for _p in (squeeze_p, rev_p):
+    deflinear(_p)
+_linear_unary(squeeze_p, lambda ct, x, *, dimensions: reshape(ct, x.aval.shape))
+_linear_unary(rev_p, lambda ct, x, *, dimensions: rev(ct, dimensions))
 
 
-def _pad_rule(x: ShapedArray, padding_value: ShapedArray,
-              padding_config: tuple[tuple[int, int, int], ...]) -> ShapedArray:
-    if x.dtype != padding_value.dtype:
-        raise TypeError(
-            "pad operand and padding_value must be same dtype: got "
-            f"{x.dtype.name} and {padding_value.dtype.name}."
-        )
-    if len(padding_config) != x.ndim:
-        raise ValueError(
-            "length of padding_config must equal the number of axes of operand, got "
-            f"padding_config {padding_config} for operand shape {x.shape}"
-        )
-    if any(interior < 0 for _, _, interior in padding_config):
-        raise ValueError(
-            f"interior padding in padding_config must be nonnegative, got padding_config "
-            f"{padding_config}"
-        )
-    shape = tuple(lo + hi + n + max(n - 1, 0) * interior
-                  for n, (lo, hi, interior) in zip(x.shape, padding_config))
-    if any(s < 0 for s in shape):
-        raise ValueError(
-            f"Dimension size after padding is not at least 0, got result shape {shape}, for "
-            f"padding_config {padding_config} and operand shape {x.shape}"
-        )
-    return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
+@register(squeeze_p)
+def _squeeze_lowering(ctx: RuleContext, x: Value, dimensions: tuple[int, ...]) -> Value:
+    return ctx.b.emit("stablehlo.reshape", x, type=ctx.type_out)
 
 
-def _pad_axis(x: np.ndarray, value: np.ndarray, axis: int, lo: int, hi: int,
-              interior: int) -> np.ndarray:
-    """Spread the elements ``interior`` apart, pad both edges, then crop negative edges."""
-    n = x.shape[axis]
-    spread = n + max(n - 1, 0) * interior
-    shape = list(x.shape)
-    shape[axis] = max(lo, 0) + spread + max(hi, 0)
-    out = np.full(shape, value, dtype=x.dtype)
-    where = [slice(None)] * x.ndim
-    where[axis] = slice(max(lo, 0), max(lo, 0) + spread, interior + 1)
-    out[tuple(where)] = x
-    where[axis] = slice(max(-lo, 0), shape[axis] - max(-hi, 0))
-    return out[tuple(where)]
-
-
-def _pad_kernel(x: np.ndarray, padding_value: np.ndarray,
-                padding_config: tuple[tuple[int, int, int], ...]) -> np.ndarray:
-    for axis, (lo, hi, interior) in enumerate(padding_config):
-        x = _pad_axis(x, padding_value, axis, lo, hi, interior)
-    return x
-
-
-pad_p = Primitive("pad")
-pad_p.def_impl(_pad_kernel)
-pad_p.def_abstract_eval(_pad_rule)
-
-
-def pad(operand_: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
-    """Pad each dimension with ``(low, high, interior)`` copies of ``padding_value``.
-
-    Negative ``low``/``high`` remove elements from that edge instead.
-    """
-    x, padding_value = operand(operand_, pad_p), operand(padding_value, pad_p, 1)
-    if padding_value.ndim != 0:
-        raise ValueError(
-            f"padding_value must be a scalar; got np.shape(padding_value)={padding_value.shape}"
-        )
-    # NumPy integers stay as they are: JAX's jaxprs print them so (``np.int64(1)``).
-    config = tuple(tuple(p if isinstance(p, np.integer) else int(p) for p in dim)
-                   for dim in padding_config)
-    return pad_p.bind(x, padding_value, padding_config=config)
+@register(rev_p)
+def _rev_lowering(ctx: RuleContext, x: Value, dimensions: tuple[int, ...]) -> Value:
+    return ctx.b.emit("stablehlo.reverse", x, dims=tuple(dimensions))
 
 
 # ---------------------------------------------------------------------------------------
-# concatenate, stack, unstack, split, tile
+# stack, unstack, tile
 # ---------------------------------------------------------------------------------------
 
 
@@ -444,44 +178,6 @@ def _same_dtypes(name: str, avals: Sequence[ShapedArray]) -> None:
             f"lax.{name} requires arguments to have the same dtypes, got {names}. (Tip: "
             f"jnp.{name} is a similar function that does automatic type promotion on inputs)."
         )
-
-
-def _concatenate_rule(*avals: ShapedArray, dimension: int) -> ShapedArray:
-    shapes = ", ".join(str(a.shape) for a in avals)
-    if len({a.ndim for a in avals}) != 1:
-        raise TypeError(
-            f"Cannot concatenate arrays with different numbers of dimensions: got {shapes}."
-        )
-    if not 0 <= dimension < avals[0].ndim:
-        raise TypeError(
-            f"concatenate dimension out of bounds: dimension {dimension} for shapes {shapes}."
-        )
-    others = {a.shape[:dimension] + a.shape[dimension + 1:] for a in avals}
-    if len(others) != 1:
-        raise TypeError(
-            "Cannot concatenate arrays with shapes that differ in dimensions other than the "
-            f"one being concatenated: concatenating along dimension {dimension} for shapes "
-            f"{shapes}."
-        )
-    _same_dtypes("concatenate", avals)
-    shape = list(avals[0].shape)
-    shape[dimension] = sum(a.shape[dimension] for a in avals)
-    return ShapedArray(shape, avals[0].dtype, all(a.weak_type for a in avals))
-
-
-concatenate_p = Primitive("concatenate")
-concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
-concatenate_p.def_abstract_eval(_concatenate_rule)
-
-
-def concatenate(operands: Sequence[Any], dimension: int) -> Any:
-    """Join arrays of one rank and dtype along an existing ``dimension``."""
-    if len(operands) == 0:
-        raise ValueError("concatenate requires a non-empty sequences of arrays")
-    if len(operands) == 1:
-        return operand(operands[0], concatenate_p)
-    arrays = [operand(x, concatenate_p, i) for i, x in enumerate(operands)]
-    return concatenate_p.bind(*arrays, dimension=int(dimension))
 
 
 def _stack_rule(*avals: ShapedArray, axis: int) -> ShapedArray:
@@ -526,30 +222,6 @@ def unstack(operand_: Any, axis: int = 0) -> list[Any]:
     return unstack_p.bind(x, axis=axis)
 
 
-def _split_rule(x: ShapedArray, sizes: tuple[int, ...], axis: int) -> list[ShapedArray]:
-    if sum(sizes) != x.shape[axis]:
-        raise ValueError(
-            f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the operand "
-            f"shape {list(x.shape)}"
-        )
-    if any(s < 0 for s in sizes):
-        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
-    shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
-    return [ShapedArray(s, x.dtype, x.weak_type) for s in shapes]
-
-
-split_p = Primitive("split", multiple_results=True)
-split_p.def_impl(lambda x, sizes, axis: np.split(x, np.cumsum(sizes)[:-1], axis))
-split_p.def_abstract_eval(_split_rule)
-
-
-def split(operand_: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
-    """Cut ``operand_`` along ``axis`` into consecutive pieces of the given ``sizes``."""
-    x = operand(operand_)
-    (axis,) = canonicalize_axes((axis,), x.ndim)
-    return split_p.bind(x, sizes=tuple(int(s) for s in sizes), axis=axis)
-
-
 def _tile_rule(x: ShapedArray, reps: tuple[int, ...]) -> ShapedArray:
     if len(reps) != x.ndim:
         raise TypeError(
@@ -570,6 +242,69 @@ tile_p.def_abstract_eval(_tile_rule)
 def tile(operand_: Any, reps: Sequence[int]) -> Any:
     """Repeat the whole array ``reps[d]`` times along each dimension ``d``."""
     return tile_p.bind(operand(operand_, tile_p), reps=tuple(int(r) for r in reps))
+
+
+for _p in (stack_p, unstack_p, tile_p):
+    deflinear(_p)
+deftranspose(stack_p, lambda ct, *operands, axis: [
+    piece if is_undefined(x) else None for piece, x in zip(unstack(ct, axis), operands)])
+transpose_rules[unstack_p] = lambda cts, x, *, axis: [
+    stack([instantiate(c) for c in cts], axis)]
+
+
+def _tile_transpose(ct: Any, x: Any, *, reps: tuple[int, ...]) -> Any:
+    """Tile copies ``x`` ``reps[d]`` times along each axis ``d``: split each axis of ``ct``
+    into (copy, position) and sum over the copies."""
+    split_shape = tuple(size for r, n in zip(reps, x.aval.shape) for size in (r, n))
+    copies = tuple(range(0, 2 * x.aval.ndim, 2))
+    return reduce_sum(reshape(ct, split_shape), copies)
+
+
+_linear_unary(tile_p, _tile_transpose)
+
+
+def slice_op(b: Builder, x: Value, start: Sequence[int], limit: Sequence[int],
+             strides: Sequence[int] | None = None) -> Value:
+    """``stablehlo.slice`` (what ``unstack``, ``split`` and ``slice`` lower to)."""
+    strides = tuple(strides) if strides else (1,) * len(start)
+    shape = tuple(-(-(hi - lo) // st) for lo, hi, st in zip(start, limit, strides))
+    return b.emit("stablehlo.slice", x, type=TensorType(shape, x.type.dtype),
+                  start=tuple(start), limit=tuple(limit), strides=strides)
+
+
+@register(stack_p)
+def _stack_lowering(ctx: RuleContext, *xs: Value, axis: int) -> Value:
+    """As ``jnp.stack`` lowers: each operand gets a size-1 axis, then one concatenate."""
+    expanded = []
+    for x in xs:
+        shape = list(x.type.shape)
+        shape.insert(axis, 1)
+        kept = [d for d in range(len(shape)) if d != axis]
+        expanded.append(ctx.b.broadcast(x, shape, kept))
+    return ctx.b.emit("stablehlo.concatenate", *expanded, type=ctx.type_out, dim=axis)
+
+
+@register(unstack_p)
+def _unstack_lowering(ctx: RuleContext, x: Value, axis: int) -> list[Value]:
+    outs = []
+    for i, aval in enumerate(ctx.avals_out):
+        start, limit = [0] * len(x.type.shape), list(x.type.shape)
+        start[axis], limit[axis] = i, i + 1
+        piece = slice_op(ctx.b, x, start, limit)
+        outs.append(ctx.b.emit("stablehlo.reshape", piece, type=tensor_type(aval)))
+    return outs
+
+
+@register(tile_p)
+def _tile_lowering(ctx: RuleContext, x: Value, reps: tuple[int, ...]) -> Value:
+    """As ``jnp.tile`` lowers: reshape to (1, n0, 1, n1, ...), broadcast the ones to the
+    repetitions, reshape back."""
+    b, shape = ctx.b, x.type.shape
+    spread = [d for n in shape for d in (1, n)]
+    repeated = [d for r, n in zip(reps, shape) for d in (r, n)]
+    x = b.emit("stablehlo.reshape", x, type=TensorType(tuple(spread), x.type.dtype))
+    x = b.broadcast(x, repeated, range(len(repeated)))
+    return b.emit("stablehlo.reshape", x, type=ctx.type_out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -616,6 +351,15 @@ def iota(dtype: Any, size: int) -> Any:
     return broadcasted_iota(dtype, (size,), 0)
 
 
+defzero(iota_p)
+
+
+@register(iota_p)
+def _iota_lowering(ctx: RuleContext, *, dtype: np.dtype, shape: tuple[int, ...],
+                   dimension: int, sharding: Any) -> Value:
+    return ctx.b.op("stablehlo.iota", [], [ctx.type_out], {"dim": dimension}).result
+
+
 # ---------------------------------------------------------------------------------------
 # empty2: a scalar whose value does not matter (a placeholder)
 # ---------------------------------------------------------------------------------------
@@ -632,6 +376,14 @@ empty2_p = Primitive("empty2")
 empty2_p.def_impl(lambda *, dtype, memory_space: np.zeros((), dtype))
 empty2_p.def_abstract_eval(lambda *, dtype, memory_space: ShapedArray((), dtype))
 
+defzero(empty2_p)
+
+
+@register(empty2_p)
+def _empty2_lowering(ctx: RuleContext, *, dtype: np.dtype, memory_space: Any) -> Value:
+    """Any value will do: zero, as XLA's lowering of JAX's ``empty2`` gives."""
+    return ctx.b.constant(0, dtype)
+
 
 # ---------------------------------------------------------------------------------------
 # copy: a new buffer with the same contents (what jnp.copy shows in a jaxpr)
@@ -640,11 +392,12 @@ empty2_p.def_abstract_eval(lambda *, dtype, memory_space: ShapedArray((), dtype)
 copy_p = Primitive("copy")
 copy_p.def_impl(lambda x: np.array(x, copy=True))
 copy_p.def_abstract_eval(lambda x: x)
-ad.deflinear(copy_p)
-deftranspose(copy_p, lambda ct, x: [copy_p.bind(ct)])
+
+deflinear(copy_p)
+_linear_unary(copy_p, lambda ct, x: copy_p.bind(ct))
 
 
-@lowering.register(copy_p)
-def _copy_lowering(ctx: lowering.RuleContext, x: Value) -> Value:
+@register(copy_p)
+def _copy_lowering(ctx: RuleContext, x: Value) -> Value:
     """Arrays are immutable: a copy is the value itself."""
     return x

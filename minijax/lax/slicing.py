@@ -35,39 +35,36 @@ import numpy as np
 from minijax import dtypes
 from minijax.array import Array
 from minijax.compiler import lowering
+from minijax.compiler.lowering import RuleContext, register
 from minijax.compiler.stablehlo import DenseArray, Struct, TensorType, Value
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.interpreters import ad
-from minijax.interpreters.transpose import deftranspose, is_undefined
+from minijax.interpreters.ad import deflinear, instantiate
+from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
 from minijax.jaxpr import Jaxpr, Literal
-from minijax.lax import elementwise
-from minijax.lax.elementwise import (
+from minijax.lax import base
+from minijax.lax.base import (
     add,
-    convert_element_type,
-    div,
-    eq,
-    lt,
-    mul,
-    neg,
-    operand,
-    select,
-    select_n,
-)
-from minijax.lax.reductions import reduce_and_p
-from minijax.lax.shapes import (
     broadcast_in_dim,
+    convert_element_type,
     full,
     full_like,
-    iota,
-    pad,
-    reshape,
-    squeeze,
+    lt,
+    operand,
+    reduce_op,
+    reduce_sum,
+    select_n,
+    sub,
 )
+from minijax.lax.elementwise import div, eq, mul, neg, select
+from minijax.lax.shapes import _same_dtypes, canonicalize_axes, iota, reshape, slice_op, squeeze
 
 __all__ = [
     "GatherDimensionNumbers",
     "GatherScatterMode",
     "ScatterDimensionNumbers",
+    "concatenate",
+    "concatenate_p",
     "dynamic_index_in_dim",
     "dynamic_slice",
     "dynamic_slice_in_dim",
@@ -79,6 +76,8 @@ __all__ = [
     "gather",
     "gather_p",
     "index_in_dim",
+    "pad",
+    "pad_p",
     "scatter",
     "scatter_add",
     "scatter_add_p",
@@ -95,6 +94,8 @@ __all__ = [
     "slice",
     "slice_in_dim",
     "slice_p",
+    "split",
+    "split_p",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -206,6 +207,213 @@ def _slice_lowering(ctx: lowering.RuleContext, x: Value, start_indices: Sequence
                                                              strides))
     return ctx.b.emit("stablehlo.slice", x, type=TensorType(shape, x.type.dtype),
                       start=tuple(start_indices), limit=tuple(limit_indices), strides=strides)
+
+
+# ---------------------------------------------------------------------------------------
+# pad, concatenate and split: in this module, not in shapes.py, because their
+# transposes are slices (and the transpose of a slice is a pad)
+# ---------------------------------------------------------------------------------------
+
+
+def _pad_rule(x: ShapedArray, padding_value: ShapedArray,
+              padding_config: tuple[tuple[int, int, int], ...]) -> ShapedArray:
+    if x.dtype != padding_value.dtype:
+        raise TypeError(
+            "pad operand and padding_value must be same dtype: got "
+            f"{x.dtype.name} and {padding_value.dtype.name}."
+        )
+    if len(padding_config) != x.ndim:
+        raise ValueError(
+            "length of padding_config must equal the number of axes of operand, got "
+            f"padding_config {padding_config} for operand shape {x.shape}"
+        )
+    if any(interior < 0 for _, _, interior in padding_config):
+        raise ValueError(
+            f"interior padding in padding_config must be nonnegative, got padding_config "
+            f"{padding_config}"
+        )
+    shape = tuple(lo + hi + n + max(n - 1, 0) * interior
+                  for n, (lo, hi, interior) in zip(x.shape, padding_config))
+    if any(s < 0 for s in shape):
+        raise ValueError(
+            f"Dimension size after padding is not at least 0, got result shape {shape}, for "
+            f"padding_config {padding_config} and operand shape {x.shape}"
+        )
+    return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
+
+
+def _pad_axis(x: np.ndarray, value: np.ndarray, axis: int, lo: int, hi: int,
+              interior: int) -> np.ndarray:
+    """Spread the elements ``interior`` apart, pad both edges, then crop negative edges."""
+    n = x.shape[axis]
+    spread = n + max(n - 1, 0) * interior
+    shape = list(x.shape)
+    shape[axis] = max(lo, 0) + spread + max(hi, 0)
+    out = np.full(shape, value, dtype=x.dtype)
+    where = [builtins.slice(None)] * x.ndim
+    where[axis] = builtins.slice(max(lo, 0), max(lo, 0) + spread, interior + 1)
+    out[tuple(where)] = x
+    where[axis] = builtins.slice(max(-lo, 0), shape[axis] - max(-hi, 0))
+    return out[tuple(where)]
+
+
+def _pad_kernel(x: np.ndarray, padding_value: np.ndarray,
+                padding_config: tuple[tuple[int, int, int], ...]) -> np.ndarray:
+    for axis, (lo, hi, interior) in enumerate(padding_config):
+        x = _pad_axis(x, padding_value, axis, lo, hi, interior)
+    return x
+
+
+pad_p = Primitive("pad")
+pad_p.def_impl(_pad_kernel)
+pad_p.def_abstract_eval(_pad_rule)
+
+
+def pad(operand_: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
+    """Pad each dimension with ``(low, high, interior)`` copies of ``padding_value``.
+
+    Negative ``low``/``high`` remove elements from that edge instead.
+    """
+    x, padding_value = operand(operand_, pad_p), operand(padding_value, pad_p, 1)
+    if padding_value.ndim != 0:
+        raise ValueError(
+            f"padding_value must be a scalar; got np.shape(padding_value)={padding_value.shape}"
+        )
+    # NumPy integers stay as they are: JAX's jaxprs print them so (``np.int64(1)``).
+    config = tuple(tuple(p if isinstance(p, np.integer) else int(p) for p in dim)
+                   for dim in padding_config)
+    return pad_p.bind(x, padding_value, padding_config=config)
+
+
+deflinear(pad_p)
+
+
+def _pad_transpose(ct: Any, x: Any, padding_value: Any, *,
+                   padding_config: tuple[tuple[int, int, int], ...]) -> list[Any]:
+    """The operand gets the elements of ``ct`` it became: undo the edges (a pad by the
+    negated amounts), then take every ``interior + 1``-th element. The padding value was
+    copied into every other element, so it gets the sum of the rest of ``ct``."""
+    unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
+    edges_removed = pad(ct, convert_element_type(0, ct.dtype), unpad)
+    strides = tuple(interior + 1 for _, _, interior in padding_config)
+    ct_x = slice(edges_removed, (0,) * ct.ndim, edges_removed.shape, strides)
+    ct_value = None
+    if is_undefined(padding_value):
+        everything = tuple(range(ct.ndim))
+        ct_value = sub(reduce_sum(ct, everything), reduce_sum(ct_x, everything))
+    return [ct_x if is_undefined(x) else None, ct_value]
+
+
+deftranspose(pad_p, _pad_transpose)
+
+
+@register(pad_p)
+def _pad_lowering(ctx: RuleContext, x: Value, value: Value,
+                  padding_config: tuple[tuple[int, int, int], ...]) -> Value:
+    low, high, interior = (tuple(c[i] for c in padding_config) for i in range(3))
+    return ctx.b.emit("stablehlo.pad", x, value, type=ctx.type_out, low=low, high=high,
+                      interior=interior)
+
+
+def _concatenate_rule(*avals: ShapedArray, dimension: int) -> ShapedArray:
+    shapes = ", ".join(str(a.shape) for a in avals)
+    if len({a.ndim for a in avals}) != 1:
+        raise TypeError(
+            f"Cannot concatenate arrays with different numbers of dimensions: got {shapes}."
+        )
+    if not 0 <= dimension < avals[0].ndim:
+        raise TypeError(
+            f"concatenate dimension out of bounds: dimension {dimension} for shapes {shapes}."
+        )
+    others = {a.shape[:dimension] + a.shape[dimension + 1:] for a in avals}
+    if len(others) != 1:
+        raise TypeError(
+            "Cannot concatenate arrays with shapes that differ in dimensions other than the "
+            f"one being concatenated: concatenating along dimension {dimension} for shapes "
+            f"{shapes}."
+        )
+    _same_dtypes("concatenate", avals)
+    shape = list(avals[0].shape)
+    shape[dimension] = sum(a.shape[dimension] for a in avals)
+    return ShapedArray(shape, avals[0].dtype, all(a.weak_type for a in avals))
+
+
+concatenate_p = Primitive("concatenate")
+concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+concatenate_p.def_abstract_eval(_concatenate_rule)
+
+
+def concatenate(operands: Sequence[Any], dimension: int) -> Any:
+    """Join arrays of one rank and dtype along an existing ``dimension``."""
+    if len(operands) == 0:
+        raise ValueError("concatenate requires a non-empty sequences of arrays")
+    if len(operands) == 1:
+        return operand(operands[0], concatenate_p)
+    arrays = [operand(x, concatenate_p, i) for i, x in enumerate(operands)]
+    return concatenate_p.bind(*arrays, dimension=int(dimension))
+
+
+deflinear(concatenate_p)
+
+
+def _concatenate_transpose(ct: Any, *operands: Any, dimension: int) -> list[Any]:
+    """Each operand gets its own stretch of ``ct``."""
+    out, start = [], 0
+    for x in operands:
+        size = (x.aval if is_undefined(x) else x).shape[dimension]
+        piece = slice_in_dim(ct, start, start + size, 1, dimension)
+        out.append(piece if is_undefined(x) else None)
+        start += size
+    return out
+
+
+deftranspose(concatenate_p, _concatenate_transpose)
+
+
+@register(concatenate_p)
+def _concatenate_lowering(ctx: RuleContext, *xs: Value, dimension: int) -> Value:
+    return ctx.b.emit("stablehlo.concatenate", *xs, type=ctx.type_out, dim=dimension)
+
+
+def _split_rule(x: ShapedArray, sizes: tuple[int, ...], axis: int) -> list[ShapedArray]:
+    if sum(sizes) != x.shape[axis]:
+        raise ValueError(
+            f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the operand "
+            f"shape {list(x.shape)}"
+        )
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
+    return [ShapedArray(s, x.dtype, x.weak_type) for s in shapes]
+
+
+split_p = Primitive("split", multiple_results=True)
+split_p.def_impl(lambda x, sizes, axis: np.split(x, np.cumsum(sizes)[:-1], axis))
+split_p.def_abstract_eval(_split_rule)
+
+
+def split(operand_: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
+    """Cut ``operand_`` along ``axis`` into consecutive pieces of the given ``sizes``."""
+    x = operand(operand_)
+    (axis,) = canonicalize_axes((axis,), x.ndim)
+    return split_p.bind(x, sizes=tuple(int(s) for s in sizes), axis=axis)
+
+
+deflinear(split_p)
+transpose_rules[split_p] = lambda cts, x, *, sizes, axis: [
+    concatenate([instantiate(c) for c in cts], axis)]
+
+
+@register(split_p)
+def _split_lowering(ctx: RuleContext, x: Value, sizes: tuple[int, ...], axis: int
+                    ) -> list[Value]:
+    outs, offset = [], 0
+    for size in sizes:
+        start, limit = [0] * len(x.type.shape), list(x.type.shape)
+        start[axis], limit[axis] = offset, offset + size
+        outs.append(slice_op(ctx.b, x, start, limit))
+        offset += size
+    return outs
 
 
 # ---------------------------------------------------------------------------------------
@@ -776,8 +984,8 @@ def _gather_lowering(ctx: lowering.RuleContext, x: Value, indices: Value, *,
                                                      index_type.shape), "GE")
     upper = b.broadcast(upper, (1,) * batch_rank + upper.type.shape, (batch_rank,))
     in_bounds = b.compare(indices, b.broadcast_to(upper, index_type.shape), "LE")
-    mask = lowering.lowering_rules[reduce_and_p](
-        ctx, b.emit("stablehlo.and", non_negative, in_bounds), axes=(batch_rank,))
+    both = b.emit("stablehlo.and", non_negative, in_bounds)
+    (mask,) = reduce_op(b, [both], [b.constant(np.bool_(True))], "stablehlo.and", (batch_rank,))
     gathered = _emit_gather(b, x, indices, dn, slice_sizes, indices_are_sorted, out)
     batch_dims = [d for d in range(len(out.shape)) if d not in dn.offset_dims]
     if mask.type.shape != out.shape:
@@ -920,7 +1128,7 @@ def _extremum_at(ufunc: np.ufunc, negative_zero_wins: bool,
         if target.dtype.kind == "c":
             _apply_in_order(target, index, updates, kernel)
             return
-        if not elementwise._is_float(target):
+        if not base._is_float(target):
             ufunc.at(target, index, updates)
             return
         winner = lambda v: (v == 0) & (np.signbit(v) == negative_zero_wins)
@@ -934,8 +1142,8 @@ def _extremum_at(ufunc: np.ufunc, negative_zero_wins: bool,
 
 # The combiners of scatter-max and scatter-min, also where the mini-XLA's generated code
 # passes NumPy's own (``np.maximum.at``) to this kernel.
-_ZEROS_ORDERED = {np.maximum.at: _extremum_at(np.maximum, False, elementwise.max_p.impl),
-                  np.minimum.at: _extremum_at(np.minimum, True, elementwise.min_p.impl)}
+_ZEROS_ORDERED = {np.maximum.at: _extremum_at(np.maximum, False, base.max_p.impl),
+                  np.minimum.at: _extremum_at(np.minimum, True, base.min_p.impl)}
 
 
 def _scatter_primitive(name: str, combine: Callable | None) -> Primitive:
@@ -992,15 +1200,15 @@ def _scatter_api(prim: Primitive, combine: Callable | None, doc: str) -> Callabl
 
 scatter = _scatter_api(scatter_p, None, "Write ``updates`` into windows of ``operand``; "
                        "out-of-bounds windows are dropped by default.")
-scatter_add = _scatter_api(scatter_add_p, elementwise.add,
+scatter_add = _scatter_api(scatter_add_p, base.add,
                            "Add ``updates`` into windows; duplicate indices accumulate.")
-scatter_sub = _scatter_api(scatter_sub_p, elementwise.sub,
+scatter_sub = _scatter_api(scatter_sub_p, base.sub,
                            "Subtract ``updates`` from windows; duplicates accumulate.")
-scatter_mul = _scatter_api(scatter_mul_p, elementwise.mul,
+scatter_mul = _scatter_api(scatter_mul_p, base.mul,
                            "Multiply windows by ``updates``; duplicates accumulate.")
-scatter_min = _scatter_api(scatter_min_p, elementwise.min,
+scatter_min = _scatter_api(scatter_min_p, base.min,
                            "Elementwise minimum of windows and ``updates``.")
-scatter_max = _scatter_api(scatter_max_p, elementwise.max,
+scatter_max = _scatter_api(scatter_max_p, base.max,
                            "Elementwise maximum of windows and ``updates``.")
 
 

@@ -23,8 +23,8 @@ from minijax.compiler import lowering
 from minijax.compiler.stablehlo import TensorType, Typed, Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import ad
-from minijax.lax.elementwise import ORDERED, check_dtype, operand
-from minijax.lax.shapes import broadcast_in_dim, broadcasted_iota, canonicalize_axes, transpose_p
+from minijax.lax.base import ORDERED, check_dtype, operand, transpose_p
+from minijax.lax.shapes import broadcast_in_dim, broadcasted_iota, canonicalize_axes
 from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]

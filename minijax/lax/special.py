@@ -27,8 +27,8 @@ from minijax.compiler import lowering
 from minijax.compiler.stablehlo import Value
 from minijax.core import Primitive
 from minijax.interpreters import ad
-from minijax.lax.elementwise import FLOAT, _api, exp, mul, neg, square, unary_primitive
-from minijax.lax.shapes import full_like
+from minijax.lax.base import FLOAT, _api, exp, full_like, unary_primitive
+from minijax.lax.elementwise import mul, neg, square
 
 __all__ = [
     "digamma",

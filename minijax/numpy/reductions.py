@@ -26,7 +26,7 @@ from minijax import dtypes, lax
 from minijax.array import Array
 from minijax.compiler.jit import jit
 from minijax.core import Tracer
-from minijax.lax.reductions import bind_reduce_sum
+from minijax.lax.base import bind_reduce_sum
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import (
     broadcast_to,

@@ -21,6 +21,8 @@ import numpy as np
 from minijax import dtypes, lax
 from minijax.compiler.jit import jit
 from minijax.custom_derivatives import custom_jvp
+from minijax.interpreters import ad
+from minijax.lax import reductions
 from minijax.numpy.promotion import (
     broadcast_to,
     check_arraylike,
@@ -449,6 +451,13 @@ def rad2deg(x: Any, /) -> Any:
 
 
 radians, degrees = deg2rad, rad2deg
+
+
+# cumlogsumexp's JVP scans with logaddexp, jnp's, with its custom JVP, as JAX's rule does.
+# It is registered here, beside logaddexp, because lax (cumlogsumexp's family) sits
+# below jnp and cannot import it.
+ad.jvp_rules[reductions.cumlogsumexp_p] = reductions._cumulative_jvp(
+    reductions.cumlogsumexp_p, lambda x, y: logaddexp(x, y))
 
 
 def logaddexp2(x1: Any, x2: Any, /) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 from minijax.core import ShapedArray
 from minijax.dtypes import result_type
 from minijax.interpreters.ad import Zero
-from minijax.lax.elementwise import convert_element_type, operand
+from minijax.lax.base import convert_element_type, operand
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences, tree_flatten
 
 # ---------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from minijax.jaxpr import (
     pick,
     split_list,
 )
+from minijax.lax.base import convert_element_type, full_like, ne
 from minijax.lax.control_flow.common import (
     cast_to,
     flatten_operands,
@@ -51,8 +52,8 @@ from minijax.lax.control_flow.common import (
     mismatch_reason,
     typematch,
 )
-from minijax.lax.elementwise import clamp, convert_element_type, ne
-from minijax.lax.shapes import MemorySpace, broadcast_in_dim, empty2_p, full_like
+from minijax.lax.elementwise import clamp
+from minijax.lax.shapes import MemorySpace, broadcast_in_dim, empty2_p
 from minijax.tracing import DebugInfo, trace_function, trace_to_jaxpr
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences
 

@@ -52,6 +52,7 @@ from minijax.jaxpr import (
     pick,
     split_list,
 )
+from minijax.lax.base import add, broadcast_in_dim, convert_element_type, full_like, lt
 from minijax.lax.control_flow.common import (
     cast_to,
     check_carry_type,
@@ -60,8 +61,7 @@ from minijax.lax.control_flow.common import (
     promote_weak_inputs,
     typematch,
 )
-from minijax.lax.elementwise import add, convert_element_type, lt
-from minijax.lax.shapes import broadcast_in_dim, full_like, stack, unstack
+from minijax.lax.shapes import stack, unstack
 from minijax.tracing import DebugInfo, argument_names, trace_function, trace_to_jaxpr
 from minijax.tree_util import PyTreeDef
 
