@@ -2,45 +2,23 @@
 layer, without cycles). Function-local imports count as much as top-level ones: they
 are dependencies too, only later.
 
-The layers, lowest first, are listed in :data:`LAYERS` (the README's engine map shows
-the same). :data:`KNOWN` lists the upward imports that remain while the teaching-core
-restructuring is under way: the test fails on any upward import that is not listed,
-and on any listed one that has gone (so that the list can only shrink); the same for the
-modules still caught in an import cycle (:data:`KNOWN_CYCLIC`).
+The layers, lowest first, are listed in ``booktools.layers.LAYERS`` (the README's engine
+map and chapter 00's picture show the same). :data:`KNOWN` lists the upward imports that
+remain while the teaching-core restructuring is under way: the test fails on any upward
+import that is not listed, and on any listed one that has gone (so that the list can only
+shrink); the same for the modules still caught in an import cycle (:data:`KNOWN_CYCLIC`).
 """
 
 from __future__ import annotations
 
-import ast
 import pathlib
 from collections import defaultdict
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "minijax"
+from booktools.layers import LAYERS, MODULES, imports_of, layer_of
 
-# Modules by layer, lowest first. A name covers the module and, for a package, every
-# module under it not listed more precisely (the longest matching name wins).
-LAYERS: dict[str, list[str]] = {
-    "utilities": ["errors", "flags", "tree_util", "tree", "pretty_printer"],
-    "core": ["dtypes", "core", "jaxpr", "array", "runtime", "shape_dtype"],
-    "transformations": [
-        "tracing", "interpreters.ad", "interpreters.partial_eval", "interpreters.transpose",
-        "interpreters.batching", "compiler.stablehlo_ops", "compiler.stablehlo",
-        "compiler.lowering", "compiler.jit", "compiler.stages",
-    ],
-    "primitives": [
-        "lax.base", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg", "lax.slicing",
-        "lax.sorting", "lax.special", "lax.convolution",
-    ],
-    "api": ["autodiff", "api"],
-    "breadth": [
-        "lax", "lax.control_flow", "custom_derivatives", "debug", "numpy", "scipy", "nn",
-        "random", "prng", "symbolic", "test_util",
-    ],
-    "backends": ["compiler", "compiler.passes", "compiler.numpy_backend",
-                 "compiler.xla_backend", "compiler.eager_loops"],
-    "package": [""],  # minijax/__init__.py: the public facade, imports everything
-}
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GRAPH = {module: imports_of(module) for module in MODULES}
+
 
 # (importer, imported) pairs that break the layering today: the restructuring removes
 # them one by one. Do not add to this list: fix the import instead.
@@ -48,70 +26,6 @@ KNOWN: set[tuple[str, str]] = {
     ('autodiff', 'lax'),
     ('autodiff', 'numpy'),
 }
-
-
-def module_names() -> dict[str, pathlib.Path]:
-    names = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        names[".".join(parts)] = path
-    return names
-
-
-MODULES = module_names()
-
-
-def layer_of(module: str) -> int:
-    """The layer index of ``module`` (its longest listed prefix decides)."""
-    best, best_len = None, -1
-    for index, names in enumerate(LAYERS.values()):
-        for name in names:
-            covers = module == name or name == "" or module.startswith(name + ".")
-            if covers and len(name) > best_len:
-                best, best_len = index, len(name)
-    assert best is not None, f"minijax.{module} is in no layer: add it to LAYERS"
-    return best
-
-
-def _resolve(name: str) -> str | None:
-    """The minijax module an import names (``minijax.lax.add`` is ``lax``'s)."""
-    if name != "minijax" and not name.startswith("minijax."):
-        return None
-    name = name.removeprefix("minijax").removeprefix(".")
-    while name not in MODULES:
-        if not name:
-            return None
-        name = name.rpartition(".")[0]
-    return name
-
-
-def imports_of(module: str) -> list[tuple[str, int]]:
-    """Every minijax module ``module`` imports, with the line, local imports included."""
-    path = MODULES[module]
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = ["minijax", *package.split(".")] if package else ["minijax"]
-                parts = parts[:len(parts) - node.level + 1]
-                base = ".".join(parts + ([base] if base else []))
-            names = [f"{base}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        for name in names:
-            target = _resolve(name)
-            if target is not None and target != module:
-                found.append((target, node.lineno))
-    return found
-
-
-GRAPH = {module: imports_of(module) for module in MODULES}
 
 
 def upward_imports() -> dict[tuple[str, str], list[str]]:
