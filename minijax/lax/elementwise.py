@@ -342,6 +342,8 @@ def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     No absolute values (``abs(INT_MIN)`` overflows): the exact quotient is
     ``(x - fmod(x, y)) / y``, which NumPy's floor division computes without rounding."""
     x, y = _as_arrays(x, y)
+    if x.dtype.kind == "c":
+        return _complex_div(x, y)
     if x.dtype.kind not in "iu":
         return np.true_divide(x, y).astype(x.dtype, copy=False)
     special = (y == 0) | (y == -1) if x.dtype.kind == "i" else y == 0
@@ -350,6 +352,17 @@ def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "i":
         q = np.where(y == -1, np.negative(x), q)
     return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype, copy=False)
+
+
+def _complex_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """XLA divides by a complex zero part by part, by the zero's real part (its sign
+    counts): ``1j / (-0+0j)`` is nan-infj, where NumPy's C division gives nan+infj."""
+    quotient = np.true_divide(x, y).astype(x.dtype, copy=False)
+    zero = y == 0
+    if not zero.any():
+        return quotient
+    by_real = _complex(np.true_divide(x.real, y.real), np.true_divide(x.imag, y.real))
+    return np.where(zero, by_real, quotient).astype(x.dtype, copy=False)
 
 
 def _rem(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -495,8 +508,29 @@ def _atan2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x ** y; an integer exponent is first converted to x's dtype, as XLA does."""
-    return np.power(x, y.astype(x.dtype, copy=False)).astype(x.dtype, copy=False)
+    """x ** y; an integer exponent is first converted to x's dtype, as XLA does. (Generated
+    code may pass a splat constant as a Python scalar: it takes the other's dtype.)"""
+    dtype = x.dtype if hasattr(x, "dtype") else np.result_type(x, y)
+    x, y = np.asarray(x, dtype), np.asarray(y).astype(dtype, copy=False)
+    if x.dtype.kind == "c":
+        return _complex_pow(x, y)
+    return np.power(x, y).astype(x.dtype, copy=False)
+
+
+def _complex_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """XLA's formula, in the parts' precision: with x = a + bi, y = c + di, r² = a² + b²
+    and θ = atan2(b, a), x ** y = r^c e^(-dθ) (cos q + i sin q), q = cθ + d log r. Of a
+    zero x: 1 if y is 0, 0 if y is a positive real, else NaN (NumPy gives 0 of any y
+    with a positive real part)."""
+    (a, b), (c, d) = (x.real, x.imag), (y.real, y.imag)
+    half = a.dtype.type(0.5)
+    square, theta = a * a + b * b, np.arctan2(b, a)
+    with np.errstate(all="ignore"):
+        scale = np.power(square, c * half) * np.exp(-d * theta)
+        q = c * theta + half * d * np.log(square)
+        out = _complex(scale * np.cos(q), scale * np.sin(q))
+    of_zero = np.where(y == 0, 1, np.where((d == 0) & (c > 0), 0, np.nan)).astype(a.dtype)
+    return np.where(x == 0, _complex(of_zero, of_zero * 0), out).astype(x.dtype, copy=False)
 
 
 def _pow_rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
@@ -522,6 +556,21 @@ def _same_dtype(ufunc: Callable) -> Callable:
     return lambda *xs: np.asarray(ufunc(*xs)).astype(xs[0].dtype, copy=False)
 
 
+def _unsigned_zero(ufunc: Callable, part: str) -> Callable:
+    """``ufunc`` as XLA computes it of complex numbers: its formulas ignore the sign of a
+    zero ``part`` ("imag" at the branch cuts of sqrt, asin, acos and acosh, "real" for
+    asinh), so sqrt(-1-0j) is 1j where NumPy's C99 sqrt gives -1j."""
+    same = _same_dtype(ufunc)
+
+    def kernel(x: np.ndarray) -> np.ndarray:
+        if np.asarray(x).dtype.kind == "c":
+            x = np.array(x)
+            getattr(x, part)[...] += 0  # -0.0 + 0.0 is +0.0
+        return same(x)
+
+    return kernel
+
+
 class RoundingMethod(enum.IntEnum):
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
@@ -542,21 +591,21 @@ exp2_p = unary_primitive("exp2", _exp2)
 log_p = unary_primitive("log", _same_dtype(np.log))
 log1p_p = unary_primitive("log1p", _same_dtype(np.log1p))
 expm1_p = unary_primitive("expm1", _same_dtype(np.expm1))
-sqrt_p = unary_primitive("sqrt", _same_dtype(np.sqrt))
+sqrt_p = unary_primitive("sqrt", _unsigned_zero(np.sqrt, "imag"))
 rsqrt_p = unary_primitive("rsqrt", _rsqrt)
 cbrt_p = unary_primitive("cbrt", _same_dtype(np.cbrt), FLOAT)
 square_p = unary_primitive("square", np.square, NUMBER)
 sin_p = unary_primitive("sin", _same_dtype(np.sin))
 cos_p = unary_primitive("cos", _same_dtype(np.cos))
 tan_p = unary_primitive("tan", _same_dtype(np.tan))
-asin_p = unary_primitive("asin", _same_dtype(np.arcsin))
-acos_p = unary_primitive("acos", _same_dtype(np.arccos))
+asin_p = unary_primitive("asin", _unsigned_zero(np.arcsin, "imag"))
+acos_p = unary_primitive("acos", _unsigned_zero(np.arccos, "imag"))
 atan_p = unary_primitive("atan", _same_dtype(np.arctan))
 sinh_p = unary_primitive("sinh", _same_dtype(np.sinh))
 cosh_p = unary_primitive("cosh", _same_dtype(np.cosh))
 tanh_p = unary_primitive("tanh", _same_dtype(np.tanh))
-asinh_p = unary_primitive("asinh", _same_dtype(np.arcsinh))
-acosh_p = unary_primitive("acosh", _same_dtype(np.arccosh))
+asinh_p = unary_primitive("asinh", _unsigned_zero(np.arcsinh, "real"))
+acosh_p = unary_primitive("acosh", _unsigned_zero(np.arccosh, "imag"))
 atanh_p = unary_primitive("atanh", _same_dtype(np.arctanh))
 logistic_p = unary_primitive("logistic", _logistic)
 real_p = unary_primitive("real", np.real, ("complexfloating",), out_dtype=_real_part)
@@ -728,10 +777,11 @@ def _integer_pow_kernel(x: np.ndarray, y: int) -> np.ndarray:
     power (``x ** -2`` is ``1 / (x * x)``)."""
     if y == 0:
         return np.ones_like(x)
-    if y == 1:  # x itself, as XLA computes it (x * 1 would turn complex -0j into 0j)
-        return x
-    power = np.power(x, y if y > 0 else -y).astype(x.dtype, copy=False)
-    return power if y > 0 else (1 / power).astype(x.dtype, copy=False)
+    # x ** 1 is x itself, as XLA computes it (NumPy's x * 1 would turn complex -0j into 0j,
+    # and 1 / x would divide by the other zero)
+    magnitude = -y if y < 0 else y  # (``abs`` is lax.abs here)
+    power = x if magnitude == 1 else np.power(x, magnitude).astype(x.dtype, copy=False)
+    return power if y > 0 else _div(np.ones_like(power), power)
 
 
 def _integer_pow_rule(x: ShapedArray, y: int) -> ShapedArray:
@@ -967,8 +1017,19 @@ def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
+def _clamp(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """x raised to lo, then lowered to hi; complex numbers as XLA clamps them, by their
+    real parts alone: lo where its real part is at least x's, then hi where its real part
+    is below (``clamp(-1, 1+5j, 1)`` is 1+5j, not the lexicographic 1)."""
+    x = np.asarray(x)
+    if x.dtype.kind != "c":
+        return _min(_max(x, lo), hi)
+    raised = np.where(np.real(lo) >= np.real(x), lo, x)
+    return np.where(np.real(hi) < np.real(raised), hi, raised).astype(x.dtype, copy=False)
+
+
 clamp_p = Primitive("clamp")
-clamp_p.def_impl(lambda lo, x, hi: _min(_max(x, lo), hi))
+clamp_p.def_impl(_clamp)
 clamp_p.def_abstract_eval(_clamp_rule)
 
 
