@@ -131,6 +131,12 @@ OPS: list[Op] = [
     _with("jnp.clip", 2, lambda ns: lambda x, y: ns.jnp.clip(y, -x, x)),
     _with("jnp.clip_lower", 2, lambda ns: lambda x, y: ns.jnp.clip(y, min=x)),
     Op("jnp.isclose", 2),
+    *(_with(f"lax.reduce_precision_e{e}m{m}", 1, lambda ns, e=e, m=m: lambda x: (
+        ns.lax.reduce_precision(x, exponent_bits=e, mantissa_bits=m)))
+      for e, m in ((5, 10), (8, 7), (4, 3), (11, 52))),
+    # to the unsigned integers of the same width (complex numbers are refused)
+    _with("lax.bitcast_convert_type", 1, lambda ns: lambda x: ns.lax.bitcast_convert_type(
+        x, np.dtype(f"uint{8 * x.dtype.itemsize}"))),
     # every conversion between two of the dtypes (saturating, NaN to 0...)
     *(_with(f"lax.convert_element_type-{dt}", 1, lambda ns, dt=dt: lambda x: (
         ns.lax.convert_element_type(x, ml_dtypes.bfloat16 if dt == "bfloat16" else dt)))

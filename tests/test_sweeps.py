@@ -338,3 +338,13 @@ def test_complex_formulas_of_xla(jitted: bool) -> None:
     assert _parts(reciprocal) == [("-inf", "nan")]
     assert _parts(power) == [("nan", "nan")]
     assert complex(clamped) == 1 + 5j
+
+
+def test_bitcast_of_booleans_is_refused_as_in_jax() -> None:
+    """bool to uint8 gave the bits; JAX refuses bool and complex unless nothing changes."""
+    lax = minijax.lax
+    with pytest.raises(TypeError, match=r"does not support bool or complex values unless the "
+                       r"operand and destination types match. Got operand dtype=bool, "
+                       r"new_dtype=dtype\('uint8'\)"):
+        lax.bitcast_convert_type(jnp.array([True]), np.uint8)
+    assert np.asarray(lax.bitcast_convert_type(jnp.array([True]), np.bool_)).tolist() == [True]

@@ -881,6 +881,11 @@ def convert_element_type(x: Any, new_dtype: Any, weak_type: bool = False) -> Any
 
 
 def _bitcast_rule(x: ShapedArray, new_dtype: np.dtype) -> ShapedArray:
+    if x.dtype != new_dtype and {x.dtype.kind, new_dtype.kind} & {"b", "c"}:
+        raise TypeError(
+            "lax.bitcast_convert_type does not support bool or complex values unless the "
+            f"operand and destination types match. Got operand dtype={x.dtype}, "
+            f"new_dtype={new_dtype!r}. Consider using the arr.view() method instead.")
     if x.dtype.itemsize != new_dtype.itemsize:
         raise TypeError(
             f"bitcast_convert_type between {x.dtype.name} and {new_dtype.name} needs equal "
