@@ -348,3 +348,20 @@ def test_bitcast_of_booleans_is_refused_as_in_jax() -> None:
                        r"new_dtype=dtype\('uint8'\)"):
         lax.bitcast_convert_type(jnp.array([True]), np.uint8)
     assert np.asarray(lax.bitcast_convert_type(jnp.array([True]), np.bool_)).tolist() == [True]
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_complex_sin_cos_expm1_overflow_as_xla(jitted: bool) -> None:
+    """Of complex64 numbers, XLA's sin, cos and expm1 multiply the parts' functions, a
+    zero factor giving a zero part (NumPy's C functions: nan+infj for sin(100j), inf+nanj
+    for expm1(100+0j), a finite real part of sin(pi+100j)). The values are JAX's; the signs
+    of zero parts are not compared (the sweeps compare rounded results modulo them)."""
+    def fun(z: minijax.Array) -> tuple:
+        return jnp.sin(z[:2]), jnp.cos(z[:2]), jnp.expm1(z[2])
+
+    sin, cos, expm1 = (minijax.jit(fun) if jitted else fun)(
+        jnp.array([100j, np.pi + 100j, 100 + 0j], jnp.complex64))
+    inf = np.inf
+    assert np.asarray(sin).tolist() == [complex(0, inf), complex(-inf, -inf)]
+    assert np.asarray(cos).tolist() == [complex(inf, 0), complex(-inf, inf)]
+    assert complex(expm1) == complex(inf, 0)

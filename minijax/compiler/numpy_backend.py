@@ -75,7 +75,8 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "k_accumulate_extreme": lax_reductions.accumulate_extreme,
     "k_sqrt": lax.sqrt_p.impl, "k_asin": lax.asin_p.impl, "k_acos": lax.acos_p.impl,
     "k_asinh": lax.asinh_p.impl, "k_acosh": lax.acosh_p.impl, "k_pow": lax.pow_p.impl,
-    "k_clamp": lax.clamp_p.impl,
+    "k_clamp": lax.clamp_p.impl, "k_expm1": lax.expm1_p.impl, "k_sin": lax.sin_p.impl,
+    "k_cos": lax.cos_p.impl,
 }
 
 

@@ -571,6 +571,41 @@ def _unsigned_zero(ufunc: Callable, part: str) -> Callable:
     return kernel
 
 
+def _by_parts(ufunc: Callable, parts: Callable) -> Callable:
+    """``ufunc``, but of complex numbers ``parts(a, b)``: the real and imaginary parts of
+    ``ufunc(a + bi)`` by XLA's formula, in the parts' precision."""
+    same = _same_dtype(ufunc)
+
+    def kernel(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        if x.dtype.kind != "c":
+            return same(x)
+        with np.errstate(all="ignore"):
+            return _complex(*parts(x.real, x.imag))
+
+    return kernel
+
+
+def _times(f: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """f * h, where a zero f gives itself: XLA's complex formulas make no NaN of 0 * inf
+    (its sin(100j) in complex64 is infj, NumPy's nan+infj)."""
+    return np.where(f == 0, f, f * h)
+
+
+def _sin_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _times(np.sin(a), np.cosh(b)), _times(np.cos(a), np.sinh(b))
+
+
+def _cos_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _times(np.cos(a), np.cosh(b)), _times(-np.sin(a), np.sinh(b))
+
+
+def _expm1_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """exp(a)(cos b + i sin b) - 1, with cos b - 1 as -2 sin²(b/2) to keep small results."""
+    half_sine = np.sin(b / 2)
+    return np.expm1(a) * np.cos(b) - 2 * half_sine * half_sine, _times(np.sin(b), np.exp(a))
+
+
 class RoundingMethod(enum.IntEnum):
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
@@ -590,13 +625,13 @@ exp_p = unary_primitive("exp", _same_dtype(np.exp))
 exp2_p = unary_primitive("exp2", _exp2)
 log_p = unary_primitive("log", _same_dtype(np.log))
 log1p_p = unary_primitive("log1p", _same_dtype(np.log1p))
-expm1_p = unary_primitive("expm1", _same_dtype(np.expm1))
+expm1_p = unary_primitive("expm1", _by_parts(np.expm1, _expm1_parts))
 sqrt_p = unary_primitive("sqrt", _unsigned_zero(np.sqrt, "imag"))
 rsqrt_p = unary_primitive("rsqrt", _rsqrt)
 cbrt_p = unary_primitive("cbrt", _same_dtype(np.cbrt), FLOAT)
 square_p = unary_primitive("square", np.square, NUMBER)
-sin_p = unary_primitive("sin", _same_dtype(np.sin))
-cos_p = unary_primitive("cos", _same_dtype(np.cos))
+sin_p = unary_primitive("sin", _by_parts(np.sin, _sin_parts))
+cos_p = unary_primitive("cos", _by_parts(np.cos, _cos_parts))
 tan_p = unary_primitive("tan", _same_dtype(np.tan))
 asin_p = unary_primitive("asin", _unsigned_zero(np.arcsin, "imag"))
 acos_p = unary_primitive("acos", _unsigned_zero(np.arccos, "imag"))
