@@ -351,17 +351,22 @@ def test_bitcast_of_booleans_is_refused_as_in_jax() -> None:
 
 
 @pytest.mark.parametrize("jitted", [False, True])
-def test_complex_sin_cos_expm1_overflow_as_xla(jitted: bool) -> None:
-    """Of complex64 numbers, XLA's sin, cos and expm1 multiply the parts' functions, a
-    zero factor giving a zero part (NumPy's C functions: nan+infj for sin(100j), inf+nanj
-    for expm1(100+0j), a finite real part of sin(pi+100j)). The values are JAX's; the signs
-    of zero parts are not compared (the sweeps compare rounded results modulo them)."""
+def test_complex_trigonometry_overflow_as_xla(jitted: bool) -> None:
+    """Of complex64 numbers, XLA's sin, cos, expm1, sinh and cosh multiply the parts'
+    functions, a zero factor giving a zero part (NumPy's C functions: nan+infj for
+    sin(100j), inf+nanj for expm1(100+0j) and sinh(100+0j), a finite real part of
+    sin(pi+100j)); sinh and cosh scale an overflowing cosh (imaginary part of
+    sinh(100+pi j): -1.2e36, not -inf). The values are JAX's; the signs of zero parts are
+    not compared (the sweeps compare rounded results modulo them)."""
     def fun(z: minijax.Array) -> tuple:
-        return jnp.sin(z[:2]), jnp.cos(z[:2]), jnp.expm1(z[2])
+        return jnp.sin(z[:2]), jnp.cos(z[:2]), jnp.expm1(z[2]), jnp.sinh(z[2:]), jnp.cosh(z[2])
 
-    sin, cos, expm1 = (minijax.jit(fun) if jitted else fun)(
-        jnp.array([100j, np.pi + 100j, 100 + 0j], jnp.complex64))
+    sin, cos, expm1, sinh, cosh = (minijax.jit(fun) if jitted else fun)(
+        jnp.array([100j, np.pi + 100j, 100 + 0j, 100 + np.pi * 1j], jnp.complex64))
     inf = np.inf
     assert np.asarray(sin).tolist() == [complex(0, inf), complex(-inf, -inf)]
     assert np.asarray(cos).tolist() == [complex(inf, 0), complex(-inf, inf)]
-    assert complex(expm1) == complex(inf, 0)
+    assert complex(expm1) == complex(cosh) == complex(inf, 0)
+    assert complex(sinh[0]) == complex(inf, 0)
+    assert complex(sinh[1]).real == -inf
+    assert complex(sinh[1]).imag == pytest.approx(-1.17501505e36, rel=1e-6)

@@ -76,7 +76,7 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "k_sqrt": lax.sqrt_p.impl, "k_asin": lax.asin_p.impl, "k_acos": lax.acos_p.impl,
     "k_asinh": lax.asinh_p.impl, "k_acosh": lax.acosh_p.impl, "k_pow": lax.pow_p.impl,
     "k_clamp": lax.clamp_p.impl, "k_expm1": lax.expm1_p.impl, "k_sin": lax.sin_p.impl,
-    "k_cos": lax.cos_p.impl,
+    "k_cos": lax.cos_p.impl, "k_sinh": lax.sinh_p.impl, "k_cosh": lax.cosh_p.impl,
 }
 
 

@@ -600,6 +600,24 @@ def _cos_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _times(np.cos(a), np.cosh(b)), _times(-np.sin(a), np.sinh(b))
 
 
+def _times_cosh(f: np.ndarray, a: np.ndarray, odd: bool) -> np.ndarray:
+    """f cosh(a), or f sinh(a) if ``odd``; where cosh(a) overflows, XLA multiplies f twice
+    by exp((|a| - log 2) / 2), so that a small f keeps the product finite (its complex64
+    sinh(100+pi j) has the imaginary part -1.2e36; naively it would be -inf)."""
+    direct = _times(f, np.sinh(a) if odd else np.cosh(a))
+    half = np.exp((np.abs(a) - a.dtype.type(np.log(2))) * 0.5)
+    scaled = _times(f, np.sign(a) if odd else np.ones_like(a)) * half * half
+    return np.where(np.isfinite(np.cosh(a)), direct, scaled)
+
+
+def _sinh_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _times_cosh(np.cos(b), a, odd=True), _times_cosh(np.sin(b), a, odd=False)
+
+
+def _cosh_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _times_cosh(np.cos(b), a, odd=False), _times_cosh(np.sin(b), a, odd=True)
+
+
 def _expm1_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """exp(a)(cos b + i sin b) - 1, with cos b - 1 as -2 sin²(b/2) to keep small results."""
     half_sine = np.sin(b / 2)
@@ -636,8 +654,8 @@ tan_p = unary_primitive("tan", _same_dtype(np.tan))
 asin_p = unary_primitive("asin", _unsigned_zero(np.arcsin, "imag"))
 acos_p = unary_primitive("acos", _unsigned_zero(np.arccos, "imag"))
 atan_p = unary_primitive("atan", _same_dtype(np.arctan))
-sinh_p = unary_primitive("sinh", _same_dtype(np.sinh))
-cosh_p = unary_primitive("cosh", _same_dtype(np.cosh))
+sinh_p = unary_primitive("sinh", _by_parts(np.sinh, _sinh_parts))
+cosh_p = unary_primitive("cosh", _by_parts(np.cosh, _cosh_parts))
 tanh_p = unary_primitive("tanh", _same_dtype(np.tanh))
 asinh_p = unary_primitive("asinh", _unsigned_zero(np.arcsinh, "real"))
 acosh_p = unary_primitive("acosh", _unsigned_zero(np.arccosh, "imag"))
