@@ -266,3 +266,107 @@ def test_float_to_64_bit_integers_saturates(jitted: bool) -> None:
         signed, unsigned = fun(jnp.array([np.inf, 1.8e308, -np.inf, 2.0**63, -1.0]))
         assert np.asarray(signed).tolist() == [2**63 - 1] * 2 + [-2**63, 2**63 - 1, -1]
         assert np.asarray(unsigned).tolist() == [2**64 - 1] * 2 + [0, 2**63, 0]
+
+
+def _parts(a: minijax.Array) -> list[tuple[str, str]]:
+    """The parts of complex numbers as reprs (so that the sign of zero and NaN show)."""
+    return [(repr(float(v.real)), repr(float(v.imag))) for v in np.ravel(np.asarray(a))]
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_jnp_takes_complex_numbers_as_jax(jitted: bool) -> None:
+    """Comparisons are lexicographic, rounding rounds each part, fmax/fmin pick by the
+    comparison and logaddexp wraps its imaginary part (each raised TypeError); the
+    values are JAX's."""
+    def fun(a: minijax.Array, b: minijax.Array) -> tuple:
+        return (a < b, a >= b, jnp.fmax(a, b), jnp.rint(a * 2.5), jnp.round(a * 1.234, 1),
+                jnp.logaddexp(a, b))
+
+    less, greater_equal, fmax, rint, rounded, logaddexp = (minijax.jit(fun) if jitted else fun)(
+        jnp.array([1 + 2j, 1 - 1j]), jnp.array([1 + 1j, 1 + 1j]))
+    assert np.asarray(less).tolist() == [False, True]
+    assert np.asarray(greater_equal).tolist() == [True, False]
+    assert np.asarray(fmax).tolist() == [1 + 2j, 1 + 1j]
+    assert np.asarray(rint).tolist() == [2 + 5j, 2 - 2j]
+    assert np.allclose(np.asarray(rounded), [1.2 + 2.5j, 1.2 - 1.2j])
+    assert np.allclose(np.asarray(logaddexp), [1.562563 + 1.5000002j, 1.0775207 + 0j])
+
+
+@pytest.mark.parametrize(("fun", "error", "message"), [
+    (lambda z: jnp.fabs(z), TypeError, "ufunc 'fabs' does not support complex dtypes"),
+    (lambda z: jnp.hypot(z, z), ValueError, "jnp.hypot is not well defined for complex-valued"),
+    (lambda z: jnp.signbit(z), ValueError, "jax.numpy.signbit is not well defined for complex64"),
+    (lambda z: jnp.copysign(z, z), TypeError, "copysign does not support complex-valued inputs"),
+], ids=["fabs", "hypot", "signbit", "copysign"])
+def test_jnp_refuses_complex_numbers_as_jax(fun, error, message) -> None:
+    """fabs and hypot took the magnitude of complex numbers; signbit and copysign failed
+    in a bitcast with a message of minijax's own."""
+    with pytest.raises(error, match=message):
+        fun(jnp.array([1 + 2j]))
+
+
+def test_erf_inv_and_digamma_in_float64() -> None:
+    """Next to 1, erf_inv solves erfc(x) = 1 - y (erf(x) - y kept no digit: 5.8729);
+    next to a pole, digamma's reflection takes tan(π(x - n)) (5.8636 and 4.5e15 are
+    JAX's and the true values)."""
+    with sweeps.x64_for("float64", minijax.config):
+        assert float(minijax.lax.erf_inv(1 - 2**-53)) == pytest.approx(5.863584748755168,
+                                                                        rel=1e-15)
+        assert float(minijax.lax.digamma(-1 - 2**-52)) == pytest.approx(4503599627370496.4,
+                                                                         rel=1e-15)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_complex_formulas_of_xla(jitted: bool) -> None:
+    """XLA's complex sqrt and arccos ignore the sign of a zero imaginary part (NumPy's
+    sqrt(-1-0j) is -1j), arcsinh that of a zero real part; a complex zero divides part by
+    part by its real part (NumPy: nan+infj); 0 ** (1+1j) is NaN (NumPy: 0); clamp compares
+    real parts only (lexicographically: 1). The values are JAX's."""
+    lax = minijax.lax
+
+    def fun(z: minijax.Array, zero: minijax.Array) -> tuple:
+        return (jnp.sqrt(z), jnp.arccos(z), jnp.arcsinh(z), lax.div(z[1], zero),
+                lax.integer_pow(zero, -1), lax.pow(zero * 0, z[1] + 1),
+                lax.clamp(z[0] * 0 - 1, z[1] * 5 + 1, z[0] * 0 + 1))
+
+    sqrt, acos, asinh, div, reciprocal, power, clamped = (minijax.jit(fun) if jitted else fun)(
+        jnp.array([complex(-1, -0.0), 1j], jnp.complex64), jnp.complex64(complex(-0.0, 0.0)))
+    assert _parts(sqrt) == [("0.0", "1.0"), ("0.7071067690849304", "0.7071067690849304")]
+    assert _parts(acos)[0] == ("3.1415927410125732", "-0.0")
+    assert _parts(asinh)[0] == ("-0.8813736438751221", "-0.0")
+    assert _parts(div) == [("nan", "-inf")]
+    assert _parts(reciprocal) == [("-inf", "nan")]
+    assert _parts(power) == [("nan", "nan")]
+    assert complex(clamped) == 1 + 5j
+
+
+def test_bitcast_of_booleans_is_refused_as_in_jax() -> None:
+    """bool to uint8 gave the bits; JAX refuses bool and complex unless nothing changes."""
+    lax = minijax.lax
+    with pytest.raises(TypeError, match=r"does not support bool or complex values unless the "
+                       r"operand and destination types match. Got operand dtype=bool, "
+                       r"new_dtype=dtype\('uint8'\)"):
+        lax.bitcast_convert_type(jnp.array([True]), np.uint8)
+    assert np.asarray(lax.bitcast_convert_type(jnp.array([True]), np.bool_)).tolist() == [True]
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_complex_trigonometry_overflow_as_xla(jitted: bool) -> None:
+    """Of complex64 numbers, XLA's sin, cos, expm1, sinh and cosh multiply the parts'
+    functions, a zero factor giving a zero part (NumPy's C functions: nan+infj for
+    sin(100j), inf+nanj for expm1(100+0j) and sinh(100+0j), a finite real part of
+    sin(pi+100j)); sinh and cosh scale an overflowing cosh (imaginary part of
+    sinh(100+pi j): -1.2e36, not -inf). The values are JAX's; the signs of zero parts are
+    not compared (the sweeps compare rounded results modulo them)."""
+    def fun(z: minijax.Array) -> tuple:
+        return jnp.sin(z[:2]), jnp.cos(z[:2]), jnp.expm1(z[2]), jnp.sinh(z[2:]), jnp.cosh(z[2])
+
+    sin, cos, expm1, sinh, cosh = (minijax.jit(fun) if jitted else fun)(
+        jnp.array([100j, np.pi + 100j, 100 + 0j, 100 + np.pi * 1j], jnp.complex64))
+    inf = np.inf
+    assert np.asarray(sin).tolist() == [complex(0, inf), complex(-inf, -inf)]
+    assert np.asarray(cos).tolist() == [complex(inf, 0), complex(-inf, inf)]
+    assert complex(expm1) == complex(cosh) == complex(inf, 0)
+    assert complex(sinh[0]) == complex(inf, 0)
+    assert complex(sinh[1]).real == -inf
+    assert complex(sinh[1]).imag == pytest.approx(-1.17501505e36, rel=1e-6)

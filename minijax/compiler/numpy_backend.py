@@ -73,6 +73,10 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "k_sign": lax.sign_p.impl, "k_max": lax.max_p.impl, "k_min": lax.min_p.impl,
     "k_nextafter": lax.nextafter_p.impl, "k_extreme": lax_reductions.reduce_extreme,
     "k_accumulate_extreme": lax_reductions.accumulate_extreme,
+    "k_sqrt": lax.sqrt_p.impl, "k_asin": lax.asin_p.impl, "k_acos": lax.acos_p.impl,
+    "k_asinh": lax.asinh_p.impl, "k_acosh": lax.acosh_p.impl, "k_pow": lax.pow_p.impl,
+    "k_clamp": lax.clamp_p.impl, "k_expm1": lax.expm1_p.impl, "k_sin": lax.sin_p.impl,
+    "k_cos": lax.cos_p.impl, "k_sinh": lax.sinh_p.impl, "k_cosh": lax.cosh_p.impl,
 }
 
 
@@ -299,6 +303,8 @@ def elementwise_expr(op: Op, args: Sequence[str]) -> str:
     name, out = op.name, op.results[0].type
     if name == "stablehlo.select":
         return f"np.where({args[0]}, {args[1]}, {args[2]})"
+    if name == "stablehlo.clamp" and out.dtype.kind == "c":
+        return f"k_clamp({', '.join(args)})"
     if name == "stablehlo.clamp":
         lo, hi = ("k_max", "k_min") if out.dtype.kind in "fV" else ("np.maximum", "np.minimum")
         return f"{hi}({lo}({args[1]}, {args[0]}), {args[2]})"

@@ -363,6 +363,31 @@ def _as_arrays(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(x, dtype), np.asarray(y, dtype)
 
 
+def _complex_of(dt: np.dtype) -> np.dtype:
+    """The complex dtype with parts of dtype ``dt`` (complex dtypes are their own)."""
+    return np.dtype(np.complex128 if dt in (np.float64, np.complex128) else np.complex64)
+
+
+def _complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x + iy`` with the parts as given: computing ``x + 1j * y`` would make ``0 * inf``
+    and ``0 * nan`` NaN parts, and turn -0.0 parts into +0.0."""
+    x, y = np.broadcast_arrays(*_as_arrays(x, y))
+    out = np.empty(x.shape, _complex_of(x.dtype))
+    out.real, out.imag = x, y
+    return out
+
+
+def _complex_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """XLA divides by a complex zero part by part, by the zero's real part (its sign
+    counts): ``1j / (-0+0j)`` is nan-infj, where NumPy's C division gives nan+infj."""
+    quotient = np.true_divide(x, y).astype(x.dtype, copy=False)
+    zero = y == 0
+    if not zero.any():
+        return quotient
+    by_real = _complex(np.true_divide(x.real, y.real), np.true_divide(x.imag, y.real))
+    return np.where(zero, by_real, quotient).astype(x.dtype, copy=False)
+
+
 def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Integer division rounds toward zero (C); ``x / 0`` is -1, or all ones if unsigned,
     and ``INT_MIN / -1`` wraps back to ``INT_MIN``, as in two's complement.
@@ -370,6 +395,8 @@ def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     No absolute values (``abs(INT_MIN)`` overflows): the exact quotient is
     ``(x - fmod(x, y)) / y``, which NumPy's floor division computes without rounding."""
     x, y = _as_arrays(x, y)
+    if x.dtype.kind == "c":
+        return _complex_div(x, y)
     if x.dtype.kind not in "iu":
         return np.true_divide(x, y).astype(x.dtype, copy=False)
     special = (y == 0) | (y == -1) if x.dtype.kind == "i" else y == 0
@@ -468,10 +495,12 @@ def _integer_pow_kernel(x: np.ndarray, y: int) -> np.ndarray:
     power (``x ** -2`` is ``1 / (x * x)``)."""
     if y == 0:
         return np.ones_like(x)
-    if y == 1:  # x itself, as XLA computes it (x * 1 would turn complex -0j into 0j)
-        return x
-    power = np.power(x, y if y > 0 else -y).astype(x.dtype, copy=False)
-    return power if y > 0 else (1 / power).astype(x.dtype, copy=False)
+    # x ** 1 is x itself, as XLA computes it (NumPy's x * 1 would turn complex -0j into 0j,
+    # and 1 / x would divide by the other zero)
+    magnitude = -y if y < 0 else y  # (``abs`` is lax.abs here)
+    power = x if magnitude == 1 else np.power(x, magnitude).astype(x.dtype, copy=False)
+    return power if y > 0 else _div(np.ones_like(power), power)
+
 
 
 def _integer_pow_rule(x: ShapedArray, y: int) -> ShapedArray:
@@ -625,10 +654,54 @@ def _same_dtype(ufunc: Callable) -> Callable:
     return lambda *xs: np.asarray(ufunc(*xs)).astype(xs[0].dtype, copy=False)
 
 
+def _unsigned_zero(ufunc: Callable, part: str) -> Callable:
+    """``ufunc`` as XLA computes it of complex numbers: its formulas ignore the sign of a
+    zero ``part`` ("imag" at the branch cuts of sqrt, asin, acos and acosh, "real" for
+    asinh), so sqrt(-1-0j) is 1j where NumPy's C99 sqrt gives -1j."""
+    same = _same_dtype(ufunc)
+
+    def kernel(x: np.ndarray) -> np.ndarray:
+        if np.asarray(x).dtype.kind == "c":
+            x = np.array(x)
+            getattr(x, part)[...] += 0  # -0.0 + 0.0 is +0.0
+        return same(x)
+
+    return kernel
+
+
+def _by_parts(ufunc: Callable, parts: Callable) -> Callable:
+    """``ufunc``, but of complex numbers ``parts(a, b)``: the real and imaginary parts of
+    ``ufunc(a + bi)`` by XLA's formula, in the parts' precision."""
+    same = _same_dtype(ufunc)
+
+    def kernel(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        if x.dtype.kind != "c":
+            return same(x)
+        with np.errstate(all="ignore"):
+            return _complex(*parts(x.real, x.imag))
+
+    return kernel
+
+
+def _times(f: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """f * h, where a zero f gives itself: XLA's complex formulas make no NaN of 0 * inf
+    (its sin(100j) in complex64 is infj, NumPy's nan+infj)."""
+    return np.where(f == 0, f, f * h)
+
+
+def _sin_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _times(np.sin(a), np.cosh(b)), _times(np.cos(a), np.sinh(b))
+
+
+def _cos_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _times(np.cos(a), np.cosh(b)), _times(-np.sin(a), np.sinh(b))
+
+
 exp_p = unary_primitive("exp", _same_dtype(np.exp))
 log_p = unary_primitive("log", _same_dtype(np.log))
-sin_p = unary_primitive("sin", _same_dtype(np.sin))
-cos_p = unary_primitive("cos", _same_dtype(np.cos))
+sin_p = unary_primitive("sin", _by_parts(np.sin, _sin_parts))
+cos_p = unary_primitive("cos", _by_parts(np.cos, _cos_parts))
 tanh_p = unary_primitive("tanh", _same_dtype(np.tanh))
 
 exp = _api(exp_p, "Elementwise exponential e**x.")

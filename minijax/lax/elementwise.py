@@ -43,6 +43,9 @@ from minijax.lax.base import (
     _api,
     _as_arrays,
     _broadcast_like,
+    _by_parts,
+    _complex,
+    _complex_of,
     _const,
     _is_float,
     _linear_unary,
@@ -50,8 +53,10 @@ from minijax.lax.base import (
     _min,
     _nary,
     _same_dtype,
+    _times,
     _to_bool,
     _unbroadcast,
+    _unsigned_zero,
     _zeros,
     add,
     broadcast_in_dim,
@@ -286,8 +291,29 @@ def _atan2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x ** y; an integer exponent is first converted to x's dtype, as XLA does."""
-    return np.power(x, y.astype(x.dtype, copy=False)).astype(x.dtype, copy=False)
+    """x ** y; an integer exponent is first converted to x's dtype, as XLA does. (Generated
+    code may pass a splat constant as a Python scalar: it takes the other's dtype.)"""
+    dtype = x.dtype if hasattr(x, "dtype") else np.result_type(x, y)
+    x, y = np.asarray(x, dtype), np.asarray(y).astype(dtype, copy=False)
+    if x.dtype.kind == "c":
+        return _complex_pow(x, y)
+    return np.power(x, y).astype(x.dtype, copy=False)
+
+
+def _complex_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """XLA's formula, in the parts' precision: with x = a + bi, y = c + di, r² = a² + b²
+    and θ = atan2(b, a), x ** y = r^c e^(-dθ) (cos q + i sin q), q = cθ + d log r. Of a
+    zero x: 1 if y is 0, 0 if y is a positive real, else NaN (NumPy gives 0 of any y
+    with a positive real part)."""
+    (a, b), (c, d) = (x.real, x.imag), (y.real, y.imag)
+    half = a.dtype.type(0.5)
+    square, theta = a * a + b * b, np.arctan2(b, a)
+    with np.errstate(all="ignore"):
+        scale = np.power(square, c * half) * np.exp(-d * theta)
+        q = c * theta + half * d * np.log(square)
+        out = _complex(scale * np.cos(q), scale * np.sin(q))
+    of_zero = np.where(y == 0, 1, np.where((d == 0) & (c > 0), 0, np.nan)).astype(a.dtype)
+    return np.where(x == 0, _complex(of_zero, of_zero * 0), out).astype(x.dtype, copy=False)
 
 
 def _pow_rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
@@ -303,9 +329,36 @@ def _pow_rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
     return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
 
 
-def _complex_of(dt: np.dtype) -> np.dtype:
-    """The complex dtype with parts of dtype ``dt`` (complex dtypes are their own)."""
-    return np.dtype(np.complex128 if dt in (np.float64, np.complex128) else np.complex64)
+
+
+
+
+
+
+
+
+def _times_cosh(f: np.ndarray, a: np.ndarray, odd: bool) -> np.ndarray:
+    """f cosh(a), or f sinh(a) if ``odd``; where cosh(a) overflows, XLA multiplies f twice
+    by exp((|a| - log 2) / 2), so that a small f keeps the product finite (its complex64
+    sinh(100+pi j) has the imaginary part -1.2e36; naively it would be -inf)."""
+    direct = _times(f, np.sinh(a) if odd else np.cosh(a))
+    half = np.exp((np.abs(a) - a.dtype.type(np.log(2))) * 0.5)
+    scaled = _times(f, np.sign(a) if odd else np.ones_like(a)) * half * half
+    return np.where(np.isfinite(np.cosh(a)), direct, scaled)
+
+
+def _sinh_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _times_cosh(np.cos(b), a, odd=True), _times_cosh(np.sin(b), a, odd=False)
+
+
+def _cosh_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _times_cosh(np.cos(b), a, odd=False), _times_cosh(np.sin(b), a, odd=True)
+
+
+def _expm1_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """exp(a)(cos b + i sin b) - 1, with cos b - 1 as -2 sin²(b/2) to keep small results."""
+    half_sine = np.sin(b / 2)
+    return np.expm1(a) * np.cos(b) - 2 * half_sine * half_sine, _times(np.sin(b), np.exp(a))
 
 
 class RoundingMethod(enum.IntEnum):
@@ -324,19 +377,19 @@ ceil_p = unary_primitive("ceil", np.ceil, FLOAT)
 is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT, out_dtype=_to_bool)
 exp2_p = unary_primitive("exp2", _exp2)
 log1p_p = unary_primitive("log1p", _same_dtype(np.log1p))
-expm1_p = unary_primitive("expm1", _same_dtype(np.expm1))
-sqrt_p = unary_primitive("sqrt", _same_dtype(np.sqrt))
+expm1_p = unary_primitive("expm1", _by_parts(np.expm1, _expm1_parts))
+sqrt_p = unary_primitive("sqrt", _unsigned_zero(np.sqrt, "imag"))
 rsqrt_p = unary_primitive("rsqrt", _rsqrt)
 cbrt_p = unary_primitive("cbrt", _same_dtype(np.cbrt), FLOAT)
 square_p = unary_primitive("square", np.square, NUMBER)
 tan_p = unary_primitive("tan", _same_dtype(np.tan))
-asin_p = unary_primitive("asin", _same_dtype(np.arcsin))
-acos_p = unary_primitive("acos", _same_dtype(np.arccos))
+asin_p = unary_primitive("asin", _unsigned_zero(np.arcsin, "imag"))
+acos_p = unary_primitive("acos", _unsigned_zero(np.arccos, "imag"))
 atan_p = unary_primitive("atan", _same_dtype(np.arctan))
-sinh_p = unary_primitive("sinh", _same_dtype(np.sinh))
-cosh_p = unary_primitive("cosh", _same_dtype(np.cosh))
-asinh_p = unary_primitive("asinh", _same_dtype(np.arcsinh))
-acosh_p = unary_primitive("acosh", _same_dtype(np.arccosh))
+sinh_p = unary_primitive("sinh", _by_parts(np.sinh, _sinh_parts))
+cosh_p = unary_primitive("cosh", _by_parts(np.cosh, _cosh_parts))
+asinh_p = unary_primitive("asinh", _unsigned_zero(np.arcsinh, "real"))
+acosh_p = unary_primitive("acosh", _unsigned_zero(np.arccosh, "imag"))
 atanh_p = unary_primitive("atanh", _same_dtype(np.arctanh))
 logistic_p = unary_primitive("logistic", _logistic)
 real_p = unary_primitive("real", np.real, ("complexfloating",), out_dtype=_real_part)
@@ -357,13 +410,6 @@ pow_p.def_impl(_pow)
 pow_p.def_abstract_eval(_pow_rule)
 atan2_p = nary_primitive("atan2", _atan2, INEXACT)
 nextafter_p = nary_primitive("nextafter", _nextafter, FLOAT)
-def _complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``x + iy`` with the parts as given: computing ``x + 1j * y`` would make ``0 * inf``
-    and ``0 * nan`` NaN parts, and turn -0.0 parts into +0.0."""
-    x, y = np.broadcast_arrays(*_as_arrays(x, y))
-    out = np.empty(x.shape, _complex_of(x.dtype))
-    out.real, out.imag = x, y
-    return out
 
 
 complex_p = nary_primitive("complex", _complex, ("float32", "float64"), out_dtype=_complex_of)
@@ -671,6 +717,11 @@ def conj_op(ctx: RuleContext, x: Value, **params: Any) -> Value:
 
 
 def _bitcast_rule(x: ShapedArray, new_dtype: np.dtype) -> ShapedArray:
+    if x.dtype != new_dtype and {x.dtype.kind, new_dtype.kind} & {"b", "c"}:
+        raise TypeError(
+            "lax.bitcast_convert_type does not support bool or complex values unless the "
+            f"operand and destination types match. Got operand dtype={x.dtype}, "
+            f"new_dtype={new_dtype!r}. Consider using the arr.view() method instead.")
     if x.dtype.itemsize != new_dtype.itemsize:
         raise TypeError(
             f"bitcast_convert_type between {x.dtype.name} and {new_dtype.name} needs equal "
@@ -779,8 +830,19 @@ def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
+def _clamp(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """x raised to lo, then lowered to hi; complex numbers as XLA clamps them, by their
+    real parts alone: lo where its real part is at least x's, then hi where its real part
+    is below (``clamp(-1, 1+5j, 1)`` is 1+5j, not the lexicographic 1)."""
+    x = np.asarray(x)
+    if x.dtype.kind != "c":
+        return _min(_max(x, lo), hi)
+    raised = np.where(np.real(lo) >= np.real(x), lo, x)
+    return np.where(np.real(hi) < np.real(raised), hi, raised).astype(x.dtype, copy=False)
+
+
 clamp_p = Primitive("clamp")
-clamp_p.def_impl(lambda lo, x, hi: _min(_max(x, lo), hi))
+clamp_p.def_impl(_clamp)
 clamp_p.def_abstract_eval(_clamp_rule)
 
 

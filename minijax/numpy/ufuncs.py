@@ -96,10 +96,28 @@ def left_shift(x: Any, y: Any, /) -> Any:
 bitwise_left_shift = left_shift
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
-less = _binary(lax.lt, "less")
-less_equal = _binary(lax.le, "less_equal")
-greater = _binary(lax.gt, "greater")
-greater_equal = _binary(lax.ge, "greater_equal")
+
+
+def _ordering(lax_fn: Callable, name: str) -> Callable[[Any, Any], Any]:
+    """An order comparison; complex numbers compare lexicographically, real parts first
+    (lax's comparisons refuse them, JAX's jnp ones do this)."""
+
+    def ufunc(x: Any, y: Any, /) -> Any:
+        x, y = promote_args(name, x, y)
+        if not dtypes.issubdtype(x.dtype, np.complexfloating):
+            return lax_fn(x, y)
+        (xr, xi), (yr, yi) = _complex_parts(x), _complex_parts(y)
+        return lax.select(lax.eq(xr, yr), lax_fn(xi, yi), lax_fn(xr, yr))
+
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = f"Elementwise ``{name}``, like ``numpy.{name}``, via ``lax.{lax_fn.__name__}``."
+    return ufunc
+
+
+less = _ordering(lax.lt, "less")
+less_equal = _ordering(lax.le, "less_equal")
+greater = _ordering(lax.gt, "greater")
+greater_equal = _ordering(lax.ge, "greater_equal")
 
 
 def negative(x: Any, /) -> Any:
@@ -293,7 +311,15 @@ def rint(x: Any, /) -> Any:
     (inexact,) = promote_args_inexact("rint", x)
     if _is_int_or_bool(x):
         return inexact
-    return lax.round(inexact, lax.RoundingMethod.TO_NEAREST_EVEN)
+    return _each_part(lambda part: lax.round(part, lax.RoundingMethod.TO_NEAREST_EVEN),
+                      inexact)
+
+
+def _each_part(fun: Callable[[Any], Any], x: Any) -> Any:
+    """``fun`` of a real ``x``, or of each part of a complex one (as JAX rounds them)."""
+    if not dtypes.issubdtype(x.dtype, np.complexfloating):
+        return fun(x)
+    return lax.complex(*(fun(part) for part in _complex_parts(x)))
 
 
 @partial(jit, static_argnames=("decimals",))
@@ -304,6 +330,10 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
         raise ValueError(f"data type {np.bool_!r} not inexact")
     if _is_int_or_bool(a):
         return a
+    return _each_part(partial(_round_real, decimals=decimals), a)
+
+
+def _round_real(a: Any, decimals: int) -> Any:
     if decimals == 0:
         return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
     factor = lax.convert_element_type(10.0 ** decimals, a.dtype)
@@ -322,6 +352,8 @@ def signbit(x: Any, /) -> Any:
     (x,) = promote_args("signbit", x)
     if _is_int_or_bool(x):
         return lax.lt(x, _zero(x))
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {x.dtype}")
     bits = x.dtype.itemsize * 8
     as_int = lax.bitcast_convert_type(x, np.dtype(f"int{bits}"))
     # Shifting the sign bit arithmetically all the way right gives -1 or 0.
@@ -332,6 +364,8 @@ def signbit(x: Any, /) -> Any:
 @jit
 def copysign(x: Any, y: Any, /) -> Any:
     x, y = promote_args_inexact("copysign", x, y)
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        raise TypeError("copysign does not support complex-valued inputs")
     return where(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
 
 
@@ -398,6 +432,9 @@ def reciprocal(x: Any, /) -> Any:
 def hypot(x: Any, y: Any, /) -> Any:
     """sqrt(x**2 + y**2) without overflow for large x or y."""
     x, y = promote_args_inexact("hypot", x, y)
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. "
+                         "Please convert to real values first, such as by using abs(x)")
     x, y = lax.abs(x), lax.abs(y)
     inf = lax.convert_element_type(np.inf, x.dtype, x.weak_type)
     either_inf = lax.bitwise_or(lax.eq(x, inf), lax.eq(y, inf))  # even if the other is nan
@@ -416,9 +453,32 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
 
 def _logaddexp_value(x1: Any, x2: Any) -> Any:
     amax = lax.max(x1, x2)
+    if dtypes.issubdtype(x1.dtype, np.complexfloating):
+        return _complex_logaddexp(x1, x2, amax)
     delta = lax.sub(x1, x2)
     return lax.select(lax.ne(delta, delta), lax.add(x1, x2),  # nan, or inf - inf
                       lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+def _complex_logaddexp(x1: Any, x2: Any, amax: Any, base_two: bool = False) -> Any:
+    """JAX's formula: amax + log1p(exp(x1 + x2 - 2 amax)), the imaginary part wrapped
+    into [-pi, pi] (complex numbers have no |x1 - x2| to pick the smaller one by); in base
+    two, amax + log1p(exp2(...)) / log(2), wrapped into [-pi / log(2), pi / log(2)]."""
+    delta = lax.sub(lax.add(x1, x2), lax.mul(amax, lax.convert_element_type(2, amax.dtype)))
+    if not base_two:
+        out, bound = lax.add(amax, lax.log1p(lax.exp(delta))), np.pi
+    else:
+        inv_ln2 = lax.convert_element_type(1 / np.log(2), amax.dtype)
+        out, bound = lax.add(amax, lax.mul(inv_ln2, lax.log1p(lax.exp2(delta)))), np.pi / np.log(2)
+    real, imag = _complex_parts(out)
+    return lax.complex(real, _wrap_between(imag, bound))
+
+
+def _wrap_between(x: Any, bound: float) -> Any:
+    """``x`` moved by a multiple of 2 ``bound`` into [-bound, bound]."""
+    a, two_a = (lax.convert_element_type(v, x.dtype) for v in (bound, 2 * bound))
+    rem = lax.rem(lax.add(x, a), two_a)
+    return lax.sub(lax.select(lax.lt(rem, _zero(rem)), lax.add(rem, two_a), rem), a)
 
 
 _logaddexp_value.__name__ = "logaddexp"  # the name jaxprs show, as in JAX
@@ -463,6 +523,8 @@ ad.jvp_rules[reductions.cumlogsumexp_p] = reductions._cumulative_jvp(
 def logaddexp2(x1: Any, x2: Any, /) -> Any:
     """log2(2**x1 + 2**x2): logaddexp in base 2."""
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    if dtypes.issubdtype(x1.dtype, np.complexfloating):
+        return _complex_logaddexp(x1, x2, lax.max(x1, x2), base_two=True)
     ln2 = lax.convert_element_type(np.log(2), x1.dtype)
     return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
 
@@ -477,7 +539,11 @@ def sinc(x: Any, /) -> Any:
 
 
 def fabs(x: Any, /) -> Any:
-    """|x| as a float (integers are converted first)."""
+    """|x| as a float (integers are converted first); complex numbers are refused, as in
+    NumPy (``absolute`` takes them)."""
+    check_arraylike("fabs", x)
+    if dtypes.issubdtype(dtypes.dtype(x), np.complexfloating):
+        raise TypeError("ufunc 'fabs' does not support complex dtypes")
     return lax.abs(*promote_args_inexact("fabs", x))
 
 
@@ -502,8 +568,8 @@ def _nan_avoiding(beats: Callable, name: str) -> Callable[[Any, Any], Any]:
     return jit(ufunc)
 
 
-fmax = _nan_avoiding(lax.gt, "fmax")
-fmin = _nan_avoiding(lax.lt, "fmin")
+fmax = _nan_avoiding(greater, "fmax")
+fmin = _nan_avoiding(less, "fmin")
 
 
 @jit
@@ -767,8 +833,16 @@ def _broadcast_if_needed(x: Any, shape: tuple[int, ...]) -> Any:
 
 @jit
 def clip(arr: Any, /, min: Any = None, max: Any = None) -> Any:
-    """Limit ``arr`` to [min, max]; either bound may be ``None``."""
+    """Limit ``arr`` to [min, max]; either bound may be ``None``. Complex numbers are
+    refused, as in JAX (they have no order to clip by)."""
     check_arraylike("clip", arr)
+    if any(dtypes.issubdtype(dtypes.dtype(t), np.complexfloating)
+           for t in (arr, min, max) if t is not None):
+        raise ValueError(
+            "Clip received a complex value either through the input or the min/max "
+            "keywords. Complex values have no ordering and cannot be clipped. "
+            "Please convert to a real value or array by taking the real or "
+            "imaginary components via jax.numpy.real/imag respectively.")
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
