@@ -41,6 +41,7 @@ from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.errors import check_callable
 from minijax.flags import config
+from minijax.interpreters import batching
 from minijax.jaxpr import (
     ClosedJaxpr,
     Jaxpr,
@@ -100,6 +101,43 @@ def _pp_jit(eqn: JaxprEqn, context: PrintContext) -> pp.Doc:
 
 
 pp_eqn_rules[jit_p] = _pp_jit
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules (jit of the batched body)
+# ---------------------------------------------------------------------------------------
+
+_batched_bodies: weakref.WeakKeyDictionary[ClosedJaxpr, dict[tuple, Any]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _batched_body(body: ClosedJaxpr, axis_data: batching.AxisData, dims: tuple
+                  ) -> tuple[ClosedJaxpr, list[int | None]]:
+    """``body`` batched along ``dims``, remembered while ``body`` lives (``vmap(jit(f))``
+    called again neither re-batches nor recompiles), unless it captured tracers."""
+    table = _batched_bodies.setdefault(body, {})
+    key = (axis_data, dims)
+    if key not in table:
+        batched = batching.batch_jaxpr(body, axis_data, dims)
+        if any(isinstance(c, Tracer) for c in batched[0].consts):
+            return batched
+        table[key] = batched
+    return table[key]
+
+
+def _jit_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                  jaxpr: ClosedJaxpr, donated_invars: tuple[bool, ...], **params: Any
+                  ) -> tuple[list[Any], list[int | None]]:
+    """One ``jit`` of the batched body, taking the batches where they are (as JAX's rule:
+    no batch axis is moved on the way in)."""
+    body, out_dims = _batched_body(jaxpr, axis_data, tuple(dims))
+    body, captured = _tracer_consts_as_inputs(body)
+    outs = jit_p.bind(*captured, *vals, jaxpr=body,
+                      donated_invars=(False,) * len(captured) + donated_invars, **params)
+    return outs, out_dims
+
+
+batching.batching_rules[jit_p] = _jit_batching
 
 
 # ---------------------------------------------------------------------------------------

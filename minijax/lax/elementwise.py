@@ -26,6 +26,7 @@ import numpy as np
 from minijax import core, dtypes
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Tracer
+from minijax.interpreters import batching
 from minijax.runtime import host_to_array, put_numpy
 
 __all__ = [
@@ -961,3 +962,81 @@ clamp_p.def_abstract_eval(_clamp_rule)
 def clamp(min: Any, x: Any, max: Any) -> Any:
     """Elementwise ``min(max(x, min), max)``."""
     return clamp_p.bind(*operands(clamp_p, (min, x, max)))
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+for _prim in (neg_p, sign_p, abs_p, floor_p, ceil_p, is_finite_p, exp_p, exp2_p, log_p,
+              log1p_p, expm1_p, sqrt_p, rsqrt_p, cbrt_p, square_p, sin_p, cos_p, tan_p,
+              asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p,
+              logistic_p, real_p, imag_p, not_p, population_count_p, clz_p, round_p,
+              stop_gradient_p, conj_p, integer_pow_p, convert_element_type_p,
+              bitcast_convert_type_p, reduce_precision_p):
+    batching.defvectorized(_prim)
+
+for _prim in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p,
+              complex_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
+              shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    batching.defbroadcasting(_prim)
+
+
+def _broadcast_in_dim(x: Any, shape: Sequence[int], dims: Sequence[int]) -> Any:
+    from minijax.lax.shapes import broadcast_in_dim  # shapes is built on this module
+
+    return broadcast_in_dim(x, shape, dims)
+
+
+def _select_n_batching(axis_data: Any, vals: list, dims: list) -> tuple[Any, Any]:
+    """JAX's rule: where ``which`` and the cases agree, select as is; otherwise batch axes
+    go to the front, and a batched scalar ``which`` is broadcast to the cases' shape."""
+    (which, *cases), (which_dim, *case_dims) = vals, dims
+    size = next(x.shape[d] for x, d in zip(vals, dims) if d is not None)
+    if all(d == which_dim for d in case_dims):
+        if which.shape != cases[0].shape:  # a scalar predicate of each example
+            which = _broadcast_in_dim(which, cases[0].shape, [which_dim])
+        return select_n(which, *cases), which_dim
+    if which.ndim == 0 and all(d is not None for d in case_dims):
+        if all(d == case_dims[0] for d in case_dims[1:]):
+            return select_n(which, *cases), case_dims[0]
+        if all(c.shape == cases[0].shape for c in cases):
+            others = [batching.moveaxis(c, d, case_dims[0])
+                      for c, d in zip(cases[1:], case_dims[1:])]
+            return select_n(which, cases[0], *others), case_dims[0]
+    if which.shape:
+        which = batching.bdim_at_front(which, which_dim, size)
+    if any(c.shape for c in cases):
+        cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, case_dims)]
+    if 0 < which.ndim < cases[0].ndim:
+        which = _broadcast_in_dim(which, cases[0].shape, [0])
+    if which.ndim > cases[0].ndim:
+        cases = [_broadcast_in_dim(c, which.shape, ()) for c in cases]
+    return select_n(which, *cases), 0
+
+
+def _clamp_batching(axis_data: Any, vals: list, dims: list) -> tuple[Any, Any]:
+    """JAX's rule: bounds that agree with the operand's batching are used as they are;
+    otherwise batch axes go to the front and scalar bounds are broadcast."""
+    (lo, x, hi), (lo_dim, x_dim, hi_dim) = vals, dims
+    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+    if lo_dim == x_dim == hi_dim:
+        if lo.ndim == hi.ndim == 1 and x.ndim > 1:  # scalar bounds of each example
+            lo = _broadcast_in_dim(lo, x.shape, [lo_dim])
+            hi = _broadcast_in_dim(hi, x.shape, [hi_dim])
+        return clamp_p.bind(lo, x, hi), x_dim
+    if lo.ndim == 0 and hi.ndim == 0 and x_dim is not None:
+        return clamp_p.bind(lo, x, hi), x_dim
+    lo, x, hi = [batching.bdim_at_front(v, d, size) if v.shape else v
+                 for v, d in zip(vals, dims)]
+    lo, hi = [_broadcast_in_dim(b, x.shape, ()) if b.ndim == 0 and x.ndim else b
+              for b in (lo, hi)]
+    lo, hi = [_broadcast_in_dim(b, x.shape, [0]) if 0 < b.ndim < x.ndim else b
+              for b in (lo, hi)]
+    if lo.ndim > x.ndim:
+        x = _broadcast_in_dim(x, lo.shape, ())
+    return clamp_p.bind(lo, x, hi), 0
+
+
+batching.batching_rules[select_n_p] = _select_n_batching
+batching.batching_rules[clamp_p] = _clamp_batching

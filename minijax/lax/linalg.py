@@ -24,10 +24,11 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.jaxpr import pp_param_rules
 from minijax.lax import elementwise as ew
 from minijax.lax.elementwise import INEXACT, check_dtype, operand
-from minijax.lax.shapes import broadcasted_iota, full_like, transpose
+from minijax.lax.shapes import broadcasted_iota, full_like, reshape, transpose
 
 __all__ = [
     "Precision",
@@ -254,6 +255,49 @@ def _pp_dot_general(params: dict) -> list[tuple[str, Any]]:
 
 
 pp_param_rules[dot_general_p] = _pp_dot_general
+
+
+# vmap: batching rules (dot_general; the decompositions' rules follow their definitions)
+
+
+def _dot_general_batching(axis_data: Any, vals: list, dims: list, *,
+                          dimension_numbers: DimensionNumbers, precision: Any,
+                          preferred_element_type: np.dtype | None, out_sharding: Any
+                          ) -> tuple[Any, int]:
+    """JAX's rule: two batched operands get the batch axis as a new (first) batch
+    dimension; one batched operand keeps it as a free dimension, which lands in the
+    result where the free dimensions of that side go."""
+    (lhs, rhs), (lbd, rbd) = vals, dims
+    numbers, out_dim = _batched_dimension_numbers((lhs.ndim, rhs.ndim), (lbd, rbd),
+                                                  dimension_numbers)
+    return dot_general(lhs, rhs, numbers, precision, preferred_element_type), out_dim
+
+
+def _bump(dims: Sequence[int], bdim: int) -> tuple[int, ...]:
+    """Dimension numbers of an example, as dimensions of the batch stacked at ``bdim``."""
+    return tuple(d + (d >= bdim) for d in dims)
+
+
+def _batched_dimension_numbers(ndims: tuple[int, int], bdims: tuple[int | None, int | None],
+                               dimension_numbers: DimensionNumbers
+                               ) -> tuple[DimensionNumbers, int]:
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    (lbd, rbd), (lhs_ndim, rhs_ndim) = bdims, ndims
+    if lbd is not None and rbd is not None:
+        return ((_bump(lhs_contract, lbd), _bump(rhs_contract, rbd)),
+                ((lbd, *_bump(lhs_batch, lbd)), (rbd, *_bump(rhs_batch, rbd)))), 0
+    if lbd is not None:
+        free = _free_dims(lhs_ndim, lhs_batch, lhs_contract)
+        out_dim = len(lhs_batch) + sum(d < lbd for d in free)
+        return ((_bump(lhs_contract, lbd), rhs_contract),
+                (_bump(lhs_batch, lbd), rhs_batch)), out_dim
+    free = _free_dims(rhs_ndim, rhs_batch, rhs_contract)
+    out_dim = lhs_ndim - len(lhs_contract) + sum(d < rbd for d in free)
+    return ((lhs_contract, _bump(rhs_contract, rbd)),
+            (lhs_batch, _bump(rhs_batch, rbd))), out_dim
+
+
+batching.batching_rules[dot_general_p] = _dot_general_batching
 
 
 def _dims(dims: Any) -> tuple[int, ...]:
@@ -632,3 +676,41 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
         transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
         unit_diagonal=bool(unit_diagonal),
     )
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules of the decompositions (they take stacks of matrices already)
+# ---------------------------------------------------------------------------------------
+
+
+def _decomposition_batching(prim: Primitive) -> Any:
+    """Move the batch axis in front of the matrix dimensions, decompose the stack."""
+    def rule(axis_data: Any, vals: list, dims: list, **params: Any) -> tuple[Any, Any]:
+        (x,), (bdim,) = vals, dims
+        out = prim.bind(batching.moveaxis(x, bdim, 0), **params)
+        return out, [0] * len(out) if prim.multiple_results else 0
+    return rule
+
+
+def _triangular_solve_batching(axis_data: Any, vals: list, dims: list, *, left_side: bool,
+                               **params: Any) -> tuple[Any, int]:
+    """JAX's rule: a batch of right-hand sides for one matrix is one solve with more
+    columns (or rows); otherwise both operands are stacked along a leading axis."""
+    (a, b), (a_dim, b_dim) = vals, dims
+    if a_dim is None:
+        if left_side:
+            b = batching.moveaxis(b, b_dim, -1)
+            flat = reshape(b, (*b.shape[:-2], b.shape[-2] * b.shape[-1]))
+        else:
+            b = batching.moveaxis(b, b_dim, -2)
+            flat = reshape(b, (*b.shape[:-3], b.shape[-3] * b.shape[-2], b.shape[-1]))
+        out = triangular_solve_p.bind(a, flat, left_side=left_side, **params)
+        return reshape(out, b.shape), b.ndim - (1 if left_side else 2)
+    a = batching.bdim_at_front(a, a_dim, axis_data.size)
+    b = batching.bdim_at_front(b, b_dim, axis_data.size)
+    return triangular_solve_p.bind(a, b, left_side=left_side, **params), 0
+
+
+for _prim in (cholesky_p, eigh_p, qr_p, svd_p, lu_p):
+    batching.batching_rules[_prim] = _decomposition_batching(_prim)
+batching.batching_rules[triangular_solve_p] = _triangular_solve_batching

@@ -21,6 +21,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.lax.elementwise import ORDERED, check_dtype, operand
 
 __all__ = [
@@ -365,3 +366,24 @@ def cumlogsumexp(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
 def cummin(operand_: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running minima along ``axis``."""
     return cummin_p.bind(operand(operand_, cummin_p), axis=int(axis), reverse=bool(reverse))
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+for _prim in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p,
+              reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
+    batching.defreducer(_prim)
+
+
+def _cumulative_batching(prim: Primitive) -> Callable[..., tuple[Any, int]]:
+    def rule(axis_data: Any, vals: list, dims: list, *, axis: int, reverse: bool
+             ) -> tuple[Any, int]:
+        (x,), (bdim,) = vals, dims
+        return prim.bind(x, axis=axis if axis < bdim else axis + 1, reverse=reverse), bdim
+    return rule
+
+
+for _prim in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+    batching.batching_rules[_prim] = _cumulative_batching(_prim)

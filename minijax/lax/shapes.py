@@ -20,6 +20,7 @@ import numpy as np
 
 from minijax import dtypes, errors
 from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
+from minijax.interpreters import batching
 from minijax.jaxpr import pp_param_rules
 from minijax.lax.elementwise import (
     NUMBER,
@@ -27,6 +28,7 @@ from minijax.lax.elementwise import (
     convert_element_type,
     is_jax_value,
     operand,
+    select,
 )
 
 
@@ -624,3 +626,119 @@ empty2_p.def_abstract_eval(lambda *, dtype, memory_space: ShapedArray((), dtype)
 copy_p = Primitive("copy")
 copy_p.def_impl(lambda x: np.array(x, copy=True))
 copy_p.def_abstract_eval(lambda x: x)
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+batching.register_structural_ops(transpose=transpose, broadcast_in_dim=broadcast_in_dim,
+                                 expand_dims=expand_dims)
+
+
+def _broadcast_in_dim_batching(axis_data: Any, vals: list, dims: list, *,
+                               shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...],
+                               sharding: Any) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    new_dims = (0, *np.add(1, broadcast_dimensions))  # NumPy ints, printed as in JAX
+    return broadcast_in_dim(batching.moveaxis(x, bdim, 0), (x.shape[bdim], *shape),
+                            new_dims), 0
+
+
+def _reshape_batching(axis_data: Any, vals: list, dims: list, *, new_sizes: tuple[int, ...],
+                      dimensions: Any, sharding: Any) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    x = batching.moveaxis(x, bdim, 0)
+    if dimensions is not None:
+        dimensions = (0, *(d + 1 for d in dimensions))
+    return reshape(x, (x.shape[0], *new_sizes), dimensions), 0
+
+
+def _transpose_batching(axis_data: Any, vals: list, dims: list, *,
+                        permutation: tuple[int, ...]) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    perm = (bdim, *(p if p < bdim else p + 1 for p in permutation))
+    return transpose(x, perm), 0
+
+
+def _squeeze_batching(axis_data: Any, vals: list, dims: list, *,
+                      dimensions: tuple[int, ...]) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    return squeeze(batching.moveaxis(x, bdim, 0), [d + 1 for d in dimensions]), 0
+
+
+def _rev_batching(axis_data: Any, vals: list, dims: list, *,
+                  dimensions: tuple[int, ...]) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    return rev(x, [d + 1 if d >= bdim else d for d in dimensions]), bdim
+
+
+def _pad_batching(axis_data: Any, vals: list, dims: list, *,
+                  padding_config: tuple[tuple[int, int, int], ...]) -> tuple[Any, int]:
+    """JAX's rule: pad each example alike; a batched padding value is a select between
+    the padded operand and that value, through a mask of where the operand was."""
+    (x, value), (x_dim, value_dim) = vals, dims
+    if x_dim is None:
+        x, x_dim = broadcast(x, (value.shape[value_dim],)), 0
+    config = list(padding_config)
+    config.insert(x_dim, (0, 0, 0))
+    if value_dim is None:
+        return pad(x, value, config), x_dim
+    padded = pad(x, convert_element_type(0, x.dtype), config)
+    mask = pad(full_like(x, True, np.bool_), False, config)
+    return select(mask, padded, broadcast_in_dim(value, padded.shape, (x_dim,))), x_dim
+
+
+def _concatenate_batching(axis_data: Any, vals: list, dims: list, *,
+                          dimension: int) -> tuple[Any, int]:
+    size = next(x.shape[d] for x, d in zip(vals, dims) if d is not None)
+    xs = [broadcast(x, (size,)) if d is None else batching.moveaxis(x, d, 0)
+          for x, d in zip(vals, dims)]
+    return concatenate(xs, dimension + 1), 0
+
+
+def _stack_batching(axis_data: Any, vals: list, dims: list, *, axis: int) -> tuple[Any, int]:
+    """Operands batched alike are stacked as they are (the batch axis moves past the new
+    one if that comes first); otherwise batch axes go to the front."""
+    bdim = dims[0]
+    if bdim is not None and all(d == bdim for d in dims):
+        if axis <= bdim:
+            return stack_p.bind(*vals, axis=axis), bdim + 1
+        return stack_p.bind(*vals, axis=axis + 1), bdim
+    size = next(x.shape[d] for x, d in zip(vals, dims) if d is not None)
+    xs = [broadcast(x, (size,)) if d is None else batching.moveaxis(x, d, 0)
+          for x, d in zip(vals, dims)]
+    return stack_p.bind(*xs, axis=axis + 1), 0
+
+
+def _unstack_batching(axis_data: Any, vals: list, dims: list, *,
+                      axis: int) -> tuple[list[Any], list[int]]:
+    (x,), (bdim,) = vals, dims
+    outs = unstack(x, axis + 1 if axis >= bdim else axis)
+    return outs, [bdim - (bdim > axis)] * len(outs)
+
+
+def _split_batching(axis_data: Any, vals: list, dims: list, *, sizes: tuple[int, ...],
+                    axis: int) -> tuple[list[Any], list[int]]:
+    (x,), (bdim,) = vals, dims
+    return split(x, sizes, axis + 1 if axis >= bdim else axis), [bdim] * len(sizes)
+
+
+def _tile_batching(axis_data: Any, vals: list, dims: list, *,
+                   reps: tuple[int, ...]) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    return tile(x, (*reps[:bdim], 1, *reps[bdim:])), bdim
+
+
+batching.batching_rules[broadcast_in_dim_p] = _broadcast_in_dim_batching
+batching.batching_rules[reshape_p] = _reshape_batching
+batching.batching_rules[transpose_p] = _transpose_batching
+batching.batching_rules[squeeze_p] = _squeeze_batching
+batching.batching_rules[rev_p] = _rev_batching
+batching.batching_rules[pad_p] = _pad_batching
+batching.batching_rules[concatenate_p] = _concatenate_batching
+batching.batching_rules[stack_p] = _stack_batching
+batching.batching_rules[unstack_p] = _unstack_batching
+batching.batching_rules[split_p] = _split_batching
+batching.batching_rules[tile_p] = _tile_batching
+batching.defvectorized(copy_p)

@@ -20,8 +20,9 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.lax.elementwise import ORDERED, check_dtype, operand
-from minijax.lax.shapes import canonicalize_axes
+from minijax.lax.shapes import broadcast_in_dim, canonicalize_axes
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]
 
@@ -150,3 +151,31 @@ def top_k(operand_: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
     x = operand(operand_, top_k_p)
     values, indices = top_k_p.bind(x, k=int(k), axis=canonicalize_axis(int(axis), x.ndim))
     return values, indices
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+
+def _sort_batching(axis_data: Any, vals: list, dims: list, *, dimension: int,
+                   is_stable: bool, num_keys: int) -> tuple[list[Any], list[int]]:
+    """JAX's rule: every operand batched where the first batched one is (unbatched ones
+    broadcast there), then one sort along the example's dimension."""
+    prototype, bdim = next((x, d) for x, d in zip(vals, dims) if d is not None)
+    others = tuple(np.delete(np.arange(prototype.ndim), bdim))
+    xs = [broadcast_in_dim(x, prototype.shape, others) if d is None
+          else batching.moveaxis(x, d, bdim) for x, d in zip(vals, dims)]
+    outs = sort_p.bind(*xs, dimension=dimension + (bdim <= dimension), is_stable=is_stable,
+                       num_keys=num_keys)
+    return outs, [bdim] * len(outs)
+
+
+def _top_k_batching(axis_data: Any, vals: list, dims: list, *, k: int, axis: int
+                    ) -> tuple[list[Any], list[int]]:
+    (x,), (bdim,) = vals, dims
+    return top_k_p.bind(x, k=k, axis=axis + (bdim <= axis)), [bdim, bdim]
+
+
+batching.batching_rules[sort_p] = _sort_batching
+batching.batching_rules[top_k_p] = _top_k_batching

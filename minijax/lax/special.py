@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from minijax.interpreters import batching
 from minijax.lax.elementwise import FLOAT, _api, unary_primitive
 
 __all__ = [
@@ -111,6 +112,10 @@ erfc_p = unary_primitive("erfc", _in_float64(_elementwise(math.erfc)), FLOAT)
 erf_inv_p = unary_primitive("erf_inv", _in_float64(_erf_inv64), FLOAT)
 lgamma_p = unary_primitive("lgamma", _in_float64(_elementwise(_lgamma_scalar)), FLOAT)
 digamma_p = unary_primitive("digamma", _in_float64(_digamma64), FLOAT)
+
+# vmap: batching rules
+for _prim in (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p):
+    batching.defvectorized(_prim)
 
 erf = _api(erf_p, "Elementwise error function 2/√π ∫₀ˣ exp(-t²) dt.")
 erfc = _api(erfc_p, "Elementwise complementary error function 1 - erf(x).")

@@ -1,0 +1,217 @@
+"""``vmap`` against JAX: values, dtypes, weak types, printed jaxprs, error messages, and
+its compositions with ``grad``, ``jit`` and itself."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tests.oracle import check_jaxpr, check_program, run_both
+
+jax = pytest.importorskip("jax")
+
+F32 = np.float32
+X = np.arange(6, dtype=F32).reshape(2, 3) / 4 - 0.5
+Y = np.linspace(-1, 1, 6, dtype=F32).reshape(3, 2)
+V = np.array([0.5, -1.5, 2.0], F32)
+M = np.arange(12, dtype=F32).reshape(3, 4) / 8
+IDX = np.array([2, 0], np.int32)
+
+
+def assert_same_message(program) -> None:
+    """Both raise, the same class, with the same message (but for the ids of objects)."""
+    (ours_kind, ours), (theirs_kind, theirs) = run_both(program)
+    assert theirs_kind == "error", theirs
+    assert ours_kind == "error", ours
+    assert type(ours).__name__ == type(theirs).__name__, (ours, theirs)
+    ours, theirs = (re.sub(r"object id \d+", "object id N", str(e)) for e in (ours, theirs))
+    assert ours == theirs, f"minijax:\n{ours}\nJAX:\n{theirs}"
+
+
+# ---------------------------------------------------------------------------------------
+# in_axes, out_axes, axis_size
+# ---------------------------------------------------------------------------------------
+
+# name: program of the namespace
+API_PROGRAMS = {
+    "default": lambda n: n.jax.vmap(n.jnp.sin)(X),
+    "in_axes_1": lambda n: n.jax.vmap(lambda a: a * 2.0, in_axes=1)(X),
+    "in_axes_negative": lambda n: n.jax.vmap(lambda a: a.sum(), in_axes=-1)(X),
+    "in_axes_none": lambda n: n.jax.vmap(lambda a, b: a + b, in_axes=(0, None))(X, V),
+    "in_axes_list": lambda n: n.jax.vmap(lambda a, b: a * b, in_axes=[1, 0])(X, Y),
+    "in_axes_dict_prefix": lambda n: n.jax.vmap(
+        lambda p, x: p["w"] @ x + p["b"], in_axes=({"w": None, "b": 0}, 1))(
+            {"w": M.T, "b": np.ones((2, 4), F32)}, Y.T),
+    "in_axes_nested_tuple": lambda n: n.jax.vmap(
+        lambda t: t[0] - t[1][0] * t[1][1], in_axes=((0, (1, None)),))(
+            (X, (Y, F32(3)))),
+    "kwargs_mapped_on_0": lambda n: n.jax.vmap(lambda a, *, b: a * b)(X, b=X),
+    "python_scalar_unmapped": lambda n: n.jax.vmap(lambda a, s: a * s, in_axes=(0, None))(
+        X, 2),
+    "numpy_input": lambda n: n.jax.vmap(lambda a: a + 1)(np.arange(3)),
+    "out_axes_1": lambda n: n.jax.vmap(lambda a: a * 2.0, out_axes=1)(X),
+    # (JAX hands a mapped NumPy input back as NumPy if no operation touched it)
+    "out_axes_negative": lambda n: n.jax.vmap(lambda a: (a, a.sum()), out_axes=-1)(
+        n.jnp.asarray(X)),
+    "out_axes_none": lambda n: n.jax.vmap(lambda a, b: (a + b, b * 2.0), in_axes=(0, None),
+                                          out_axes=(0, None))(X, n.jnp.asarray(V)),
+    "out_axes_prefix": lambda n: n.jax.vmap(lambda a: {"s": a.sum(), "p": (a, a * a)},
+                                            out_axes={"s": 0, "p": 1})(n.jnp.asarray(X)),
+    "unmapped_output_broadcast": lambda n: n.jax.vmap(lambda a, b: b, in_axes=(0, None))(
+        X, V),
+    "constant_output": lambda n: n.jax.vmap(lambda a: 1.0)(X),
+    "axis_size": lambda n: n.jax.vmap(lambda a: a * 2, in_axes=None, axis_size=3)(V),
+    "axis_size_out_none": lambda n: n.jax.vmap(lambda a: a, in_axes=None, out_axes=None,
+                                               axis_size=2)(n.jnp.asarray(X)),
+    "int_dtype_kept": lambda n: n.jax.vmap(lambda a: a * 2)(np.arange(6, dtype=np.int32)),
+    "weak_type_kept": lambda n: n.jax.vmap(lambda a, s: a + s, in_axes=(None, 0))(
+        2.0, n.jnp.asarray(V)),
+    "nested": lambda n: n.jax.vmap(n.jax.vmap(lambda a, b: a * b, in_axes=(0, None)),
+                                   in_axes=(None, 0))(V, X),
+    "nested_in_axes_1": lambda n: n.jax.vmap(n.jax.vmap(n.jnp.dot, in_axes=(None, 1)),
+                                             in_axes=(0, None))(X, M),
+}
+
+
+@pytest.mark.parametrize("name", API_PROGRAMS)
+def test_vmap_api_matches_jax(name):
+    check_program(API_PROGRAMS[name])
+
+
+ERROR_PROGRAMS = {
+    "inconsistent_sizes": lambda n: n.jax.vmap(lambda a, b: a + b)(X, V),
+    "inconsistent_axes": lambda n: n.jax.vmap(lambda a, b: a + b, in_axes=(0, 1))(X, X),
+    "inconsistent_three": lambda n: n.jax.vmap(lambda a, b, c: a, in_axes=(0, 0, 1))(
+        X, np.ones(5, F32), X),
+    "inconsistent_most": lambda n: n.jax.vmap(lambda a, b, c: a)(X, X, V),
+    "inconsistent_axis_size": lambda n: n.jax.vmap(lambda a: a, axis_size=3)(X),
+    "inconsistent_pytree": lambda n: n.jax.vmap(lambda a: a)({"a": X, "b": V}),
+    "rank_too_small": lambda n: n.jax.vmap(lambda a: a, in_axes=2)(X),
+    "rank_too_small_negative": lambda n: n.jax.vmap(lambda a: a, in_axes=-3)(X),
+    "scalar_mapped": lambda n: n.jax.vmap(lambda a: a)(1.0),
+    "in_axes_length": lambda n: n.jax.vmap(lambda a: a, in_axes=(0, 0))(X),
+    "in_axes_string": lambda n: n.jax.vmap(lambda a: a, in_axes="a"),
+    "in_axes_dict": lambda n: n.jax.vmap(lambda a: a, in_axes={"a": 0}),
+    "in_axes_float": lambda n: n.jax.vmap(lambda a: a, in_axes=(0.5,)),
+    "out_axes_float": lambda n: n.jax.vmap(lambda a: a, out_axes=(0.5,)),
+    "all_none": lambda n: n.jax.vmap(lambda a: a, in_axes=None)(X),
+    "no_arguments": lambda n: n.jax.vmap(lambda: 1.0)(),
+    "out_axes_none_batched": lambda n: n.jax.vmap(lambda a: a, out_axes=None)(X),
+    "out_axes_none_named": lambda n: n.jax.vmap(lambda a: a, out_axes=None,
+                                                axis_name="i")(X),
+    "out_axes_none_in_pytree": lambda n: n.jax.vmap(lambda a: (a, {"k": a}),
+                                                    out_axes=(0, {"k": None}))(X),
+    "out_axes_out_of_range": lambda n: n.jax.vmap(lambda a: a, out_axes=2)(X),
+    "out_axes_not_prefix": lambda n: n.jax.vmap(lambda a: (a, a), out_axes=(0,))(X),
+    "in_axes_dict_keys": lambda n: n.jax.vmap(lambda a, b: a, in_axes=({"a": 0, "c": 1}, 0))(
+        {"a": X, "b": V}, X),
+    "in_axes_wrong_type": lambda n: n.jax.vmap(lambda a: a, in_axes=([0],))((X,)),
+    "not_callable": lambda n: n.jax.vmap(5),
+    "string_argument": lambda n: n.jax.vmap(lambda a: a)("s"),
+    "string_output": lambda n: n.jax.vmap(lambda a: "s")(X),
+    "bool_conversion": lambda n: n.jax.vmap(lambda a: a if a.sum() > 0 else -a)(X),
+}
+
+
+@pytest.mark.parametrize("name", ERROR_PROGRAMS)
+def test_vmap_errors_match_jax(name):
+    assert_same_message(ERROR_PROGRAMS[name])
+
+
+# ---------------------------------------------------------------------------------------
+# Batching rules: values and jaxprs
+# ---------------------------------------------------------------------------------------
+
+# name: (function of the namespace, args, in_axes)
+RULE_PROGRAMS = {
+    "sin": (lambda n: n.jnp.sin, (X,), 0),
+    "add_unbatched_vector": (lambda n: lambda a, b: a + b, (X, V), (0, None)),
+    "add_both_other_axes": (lambda n: lambda a, b: a + b, (X, Y), (1, 0)),
+    "add_scalar_batch": (lambda n: lambda a, s: a * s, (X, V), (1, 0)),
+    "compare_select": (lambda n: lambda a: n.jnp.where(a > 0, a, 0.0), (X,), 0),
+    "where_batched_scalar_predicate": (
+        lambda n: lambda p, a, b: n.lax.select(p, a, b), (np.array([True, False]), X, -X), 0),
+    "select_n_unbatched_cases": (lambda n: lambda p: n.lax.select_n(p, V, 2 * V),
+                                 (np.array([[True, False, True], [False, False, True]]),), 0),
+    "clamp_batched_bounds": (lambda n: lambda lo, a: n.lax.clamp(lo, a, 1.0),
+                             (np.array([-0.2, 0.1], F32), X), 0),
+    "clip": (lambda n: lambda a: n.jnp.clip(a, -0.1, 0.3), (X,), 1),
+    "integer_pow_convert": (lambda n: lambda a: (a ** 3).astype(n.jnp.int32), (X,), 0),
+    "reduce_sum_axis_1": (lambda n: lambda a: n.jnp.sin(a).sum(), (X,), 1),
+    "reductions": (lambda n: lambda a: (a.max(), a.min(), a.prod(), (a > 0).all(),
+                                        (a > 0).any()), (X,), 0),
+    "argmax": (lambda n: lambda a: (n.jnp.argmax(a), n.jnp.argmin(a)), (X,), 1),
+    "cumsum": (lambda n: lambda a: (n.jnp.cumsum(a), n.jnp.cumprod(a)), (X,), 0),
+    "matvec_unbatched_matrix": (lambda n: lambda a, b: a @ b, (X, M), (0, None)),
+    "matmul_batched_rhs": (lambda n: lambda a, b: a @ b, (X, M), (None, 1)),
+    "dot_both_batched": (lambda n: n.jnp.dot, (X, X), 0),
+    "matmul_both_batched": (lambda n: lambda a, b: a[:, None] * b @ b.T, (Y, Y.T), (0, 1)),
+    "einsum": (lambda n: lambda a, b: n.jnp.einsum("i,ij->j", a, b), (X, M), (0, None)),
+    "outer": (lambda n: lambda a: n.jnp.outer(a, a), (X,), 0),
+    "broadcast_to": (lambda n: lambda a: n.jnp.broadcast_to(a, (4, 3)), (X,), 0),
+    "reshape_transpose": (lambda n: lambda a: a.reshape(3, 1).T, (X,), 0),
+    "squeeze_expand": (lambda n: lambda a: a[None].squeeze(0), (X,), 0),
+    "concatenate": (lambda n: lambda a, b: n.jnp.concatenate([a, b]), (X, V), (0, None)),
+    "stack": (lambda n: lambda a: n.jnp.stack([a, a * 2]), (X,), 0),
+    "stack_mixed": (lambda n: lambda a, b: n.jnp.stack([a, b]), (X, V), (0, None)),
+    "pad": (lambda n: lambda a: n.jnp.pad(a, 1), (X,), 0),
+    "pad_batched_value": (lambda n: lambda a, v: n.lax.pad(a, v, [(1, 2, 1)]),
+                          (X, np.array([7.0, 8.0], F32)), 0),
+    "flip": (lambda n: lambda a: n.jnp.flip(a), (X,), 1),
+    "iota": (lambda n: lambda a: a + n.jnp.arange(3.0), (X,), 0),
+    "copy": (lambda n: n.jnp.copy, (X,), 0),
+    "slice": (lambda n: lambda a: a[1:], (X,), 0),
+    "strided_slice": (lambda n: lambda a: a[::2], (X,), 1),
+    "dynamic_index": (lambda n: lambda a, i: a[i], (X, IDX), 0),
+    "dynamic_index_unbatched_array": (lambda n: lambda a, i: a[i], (V, IDX), (None, 0)),
+    "dynamic_slice_unbatched_start": (
+        lambda n: lambda a, i: n.lax.dynamic_slice(a, (i,), (2,)), (X, np.int32(1)), (0, None)),
+    "dynamic_update_slice": (
+        lambda n: lambda a, u: n.lax.dynamic_update_slice(a, u, (1,)),
+        (X, np.ones((2, 2), F32)), 0),
+    "dynamic_update_slice_batched_start": (
+        lambda n: lambda a, i: n.lax.dynamic_update_slice(a, n.jnp.ones(2), (i,)),
+        (X, np.array([0, 1], np.int32)), 0),
+    "take": (lambda n: lambda a: a[n.jnp.array([0, 2])], (X,), 0),
+    "take_batched_indices": (lambda n: lambda a, i: a[i], (V, np.array([[0, 2], [1, 1]])),
+                             (None, 0)),
+    "at_set": (lambda n: lambda a, i: a.at[i].set(7.0), (X, IDX), 0),
+    "at_add_unbatched_index": (lambda n: lambda a: a.at[1].add(7.0), (X,), 0),
+    "at_add_unbatched_operand": (lambda n: lambda i, u: n.jnp.zeros(3).at[i].add(u),
+                                 (IDX, np.array([1.0, 2.0], F32)), 0),
+    "at_mul_max": (lambda n: lambda a: a.at[0].mul(3.0).at[1].max(0.1), (X,), 1),
+    "take_along_axis": (lambda n: lambda a, i: n.jnp.take_along_axis(a, i, 0),
+                        (X, np.array([[2, 0], [1, 1]], np.int32)), 0),
+    "softmax_like": (lambda n: lambda a: n.jnp.exp(a - a.max()) / n.jnp.exp(a - a.max()).sum(),
+                     (X,), 0),
+    "erf": (lambda n: n.lax.erf, (X,), 0),
+    "sort": (lambda n: n.jnp.sort, (X,), 1),
+    "linalg": (lambda n: lambda a: n.jnp.linalg.cholesky(a @ a.T + n.jnp.eye(2)),
+               (np.stack([X, 2 * X]),), 0),
+}
+
+
+@pytest.mark.parametrize("name", RULE_PROGRAMS)
+def test_batching_rule_values(name):
+    fun, args, in_axes = RULE_PROGRAMS[name]
+    check_program(lambda n: n.jax.vmap(fun(n), in_axes=in_axes)(*args))
+
+
+@pytest.mark.parametrize("name", RULE_PROGRAMS)
+def test_batching_rule_jaxprs(name):
+    fun, args, in_axes = RULE_PROGRAMS[name]
+    check_jaxpr(lambda n: n.jax.vmap(fun(n), in_axes=in_axes), *args)
+
+
+def test_vmap_of_eager_function_matches_a_loop():
+    import minijax
+    import minijax.numpy as jnp
+
+    def f(a, b):
+        return jnp.tanh(a @ b).sum() + a[0]
+
+    batched = minijax.vmap(f, in_axes=(0, None))(X, M.T[:3])
+    looped = np.stack([np.asarray(f(x, M.T[:3])) for x in X])
+    np.testing.assert_allclose(np.asarray(batched), looped, rtol=2e-6)
