@@ -939,6 +939,7 @@ _REDUCTIONS = {
     lax.reduce_and_p: ("stablehlo.and", lambda dt: True if dt == np.bool_ else -1),
     lax.reduce_or_p: ("stablehlo.or", lambda dt: 0),
     lax.reduce_xor_p: ("stablehlo.xor", lambda dt: 0),
+    lax.psum_p: ("stablehlo.add", lambda dt: 0),  # over positions, as vmap leaves it
 }
 
 
@@ -951,6 +952,13 @@ def _reduction(op_name: str, identity: Callable[[np.dtype], Any]) -> Callable[..
 
 for _prim, (_name, _identity) in _REDUCTIONS.items():
     lowering_rules[_prim] = _reduction(_name, _identity)
+
+
+@register(lax.axis_index_p)
+def _axis_index(ctx: RuleContext, *, axis_name: Any) -> Value:
+    """vmap batches ``axis_index`` away before anything is compiled: a program that still
+    has one names an axis no device mesh provides (JAX's NameError)."""
+    raise NameError(f"unbound axis name: {axis_name}")
 
 
 def _argminmax(direction: str, identity: Callable[[np.dtype], Any]) -> Callable[..., Value]:
@@ -1162,17 +1170,35 @@ def _cond(ctx: RuleContext, index: Value, *args: Value, branches: tuple) -> list
 @register(lax.while_p)
 def _while(ctx: RuleContext, *args: Value, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
            cond_nconsts: int, body_nconsts: int) -> list[Value]:
-    """``stablehlo.while`` carries everything, the constants of both jaxprs included."""
+    """``stablehlo.while`` carries everything, the constants of both jaxprs included.
+
+    A batched predicate (from ``vmap``) holds one boolean per example: the loop runs while
+    any is true, and an example whose predicate is false keeps its carry (a ``select``),
+    as JAX lowers it."""
     b = ctx.b
     types = [a.type for a in args]
 
+    def predicate(r: Builder, carry: list[Value]) -> Value:
+        (pred,) = lower_closed_jaxpr(r, cond_jaxpr, carry[:cond_nconsts]
+                                     + carry[cond_nconsts + body_nconsts:])
+        return pred
+
     def cond(r: Builder, carry: list[Value]) -> list[Value]:
-        return lower_closed_jaxpr(r, cond_jaxpr, carry[:cond_nconsts]
-                                  + carry[cond_nconsts + body_nconsts:])
+        pred = predicate(r, carry)
+        if not pred.type.shape:
+            return [pred]
+        return _reduce(r, [pred], [r.constant(np.bool_(False))], "stablehlo.or",
+                       range(len(pred.type.shape)))
 
     def body(r: Builder, carry: list[Value]) -> list[Value]:
         consts = carry[cond_nconsts:cond_nconsts + body_nconsts]
-        outs = lower_closed_jaxpr(r, body_jaxpr, consts + carry[cond_nconsts + body_nconsts:])
+        old = carry[cond_nconsts + body_nconsts:]
+        outs = lower_closed_jaxpr(r, body_jaxpr, consts + old)
+        if cond_jaxpr.out_avals[0].shape:
+            pred = predicate(r, carry)
+            dims = range(len(pred.type.shape))
+            outs = [r.select(r.broadcast(pred, new.type.shape, dims), new, x)
+                    for new, x in zip(outs, old)]
         return carry[:cond_nconsts + body_nconsts] + outs
 
     op = b.op("stablehlo.while", args, types, {}, [_region(b, types, cond),

@@ -30,6 +30,7 @@ import numpy as np
 from minijax import core, dtypes, errors
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
+from minijax.interpreters import batching
 
 # ---------------------------------------------------------------------------------------
 # Tangent types and symbolic zeros
@@ -101,6 +102,23 @@ def add_tangents(x: Any, y: Any) -> Any:
 add_any_p = Primitive("add_any")
 add_any_p.def_impl(np.add)
 add_any_p.def_abstract_eval(lambda x, y: x)
+
+
+def _add_any_batching(axis_data: batching.AxisData, vals: list, dims: list
+                      ) -> tuple[Any, int | None]:
+    """JAX's rule: the result is batched where a batched operand is; an unbatched one is
+    broadcast there."""
+    (x, y), (x_dim, y_dim) = vals, dims
+    if x_dim is None:
+        x, x_dim = batching.broadcast(x, y.shape[y_dim], y_dim), y_dim
+    elif y_dim is None:
+        y = batching.broadcast(y, x.shape[x_dim], x_dim)
+    elif x_dim != y_dim:
+        x, x_dim = batching.moveaxis(x, x_dim, y_dim), y_dim
+    return add_any_p.bind(x, y), x_dim
+
+
+batching.batching_rules[add_any_p] = _add_any_batching  # vmap: batching rules
 
 
 # ---------------------------------------------------------------------------------------

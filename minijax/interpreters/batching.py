@@ -307,6 +307,19 @@ def batch_jaxpr(closed: jaxpr.ClosedJaxpr, axis_data: AxisData,
     return tracing.trace_to_jaxpr(run, in_avals), found
 
 
+def batch_jaxpr_at_front(closed: jaxpr.ClosedJaxpr, axis_data: AxisData,
+                         in_batched: Sequence[bool], out_batched: Sequence[bool] | None = None
+                         ) -> tuple[jaxpr.ClosedJaxpr, list[bool]]:
+    """``batch_jaxpr`` with every batch axis first: batched inputs along axis 0, and
+    outputs batched along axis 0 where ``out_batched`` says so (where they are batched,
+    if not given; an output batched but not asked to be is an error)."""
+    in_dims = [0 if b else None for b in in_batched]
+    if out_batched is None:
+        out_batched = [d is not None for d in batch_jaxpr(closed, axis_data, in_dims)[1]]
+    out_dims = [0 if b else None for b in out_batched]
+    return batch_jaxpr(closed, axis_data, in_dims, out_dims)[0], list(out_batched)
+
+
 # ---------------------------------------------------------------------------------------
 # Helpers for writing rules
 # ---------------------------------------------------------------------------------------

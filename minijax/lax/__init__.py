@@ -11,6 +11,7 @@ from minijax.lax.convolution import *  # noqa: F403
 from minijax.lax.elementwise import *  # noqa: F403
 from minijax.lax.elementwise import operand  # noqa: F401  (used by jnp; not in jax.lax)
 from minijax.lax.linalg import Precision, dot, dot_general, dot_general_p  # noqa: F401
+from minijax.lax.parallel import *  # noqa: F403
 from minijax.lax.reductions import *  # noqa: F403
 from minijax.lax.shapes import *  # noqa: F403
 from minijax.lax.shapes import canonicalize_axes, canonicalize_shape, copy_p  # noqa: F401

@@ -30,6 +30,7 @@ import numpy as np
 
 from minijax import core, dtypes, errors
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.jaxpr import ClosedJaxpr, eval_closed_jaxpr
 from minijax.lax.control_flow.common import (
     DebugInfo,
@@ -47,7 +48,8 @@ from minijax.lax.control_flow.common import (
     trace_function,
     typematch,
 )
-from minijax.lax.elementwise import add, convert_element_type, lt
+from minijax.lax.elementwise import add, convert_element_type, lt, select
+from minijax.lax.reductions import reduce_or
 from minijax.lax.shapes import broadcast_in_dim, full_like, stack, unstack
 from minijax.tree_util import PyTreeDef
 
@@ -85,10 +87,18 @@ def _while_rule(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: Closed
 
 def _while_eager(*args: Any, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
                  cond_nconsts: int, body_nconsts: int) -> list[Any]:
+    """Loop while the predicate holds. A *batched* predicate (``vmap`` of a loop whose
+    condition depends on the example) has one value per example: loop while any holds,
+    and let the examples whose predicate is false keep their carry (as XLA's lowering of
+    JAX's batched while does)."""
     cond_consts, body_consts, carry = split_list(args, cond_nconsts, body_nconsts)
     carry_avals = body_jaxpr.in_avals[body_nconsts:]
-    while bool(eval_closed_jaxpr(cond_jaxpr, *cond_consts, *carry)[0]):  # waits
-        carry = cast_to(eval_closed_jaxpr(body_jaxpr, *body_consts, *carry), carry_avals)
+    pred = eval_closed_jaxpr(cond_jaxpr, *cond_consts, *carry)[0]
+    while bool(reduce_or(pred, tuple(range(pred.ndim))) if pred.ndim else pred):  # waits
+        new = cast_to(eval_closed_jaxpr(body_jaxpr, *body_consts, *carry), carry_avals)
+        carry = [select(broadcast_in_dim(pred, c.shape, tuple(range(pred.ndim))), n, c)
+                 for n, c in zip(new, carry)] if pred.ndim else new
+        pred = eval_closed_jaxpr(cond_jaxpr, *cond_consts, *carry)[0]
     return cast_to(carry, body_jaxpr.out_avals)
 
 
@@ -396,3 +406,82 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
                                   "not have yet")
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)
     return ys
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+
+def _batched_carry(body: ClosedJaxpr, axis_data: batching.AxisData, consts_batched: list[bool],
+                   carry_batched: list[bool], xs_batched: Sequence[bool] = ()) -> list[bool]:
+    """Which carries are batched: those batched on the way in, and those the body makes
+    batched, until nothing changes (each round adds one at least)."""
+    for _ in range(len(carry_batched) + 1):
+        _, outs = batching.batch_jaxpr_at_front(body, axis_data,
+                                                [*consts_batched, *carry_batched, *xs_batched])
+        now = [a or b for a, b in zip(carry_batched, outs)]
+        if now == carry_batched:
+            return carry_batched
+        carry_batched = now
+    raise AssertionError("the batched carry reached no fixpoint")
+
+
+def _while_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                    cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
+                    body_nconsts: int) -> tuple[list[Any], list[int | None]]:
+    """JAX's rule. If the predicate is batched (examples stop at different times), every
+    carry is batched along axis 0 and the loop runs until no example wants more, each
+    keeping its carry once its predicate is false (see the eager rule). Otherwise batched
+    carries go right after the predicate's own batch axes, if it has any (a loop vmapped
+    twice)."""
+    cconst_dims, bconst_dims, init_dims = split_list(dims, cond_nconsts, body_nconsts)
+    cconsts, bconsts, init = split_list(vals, cond_nconsts, body_nconsts)
+    carry_batched = _batched_carry(body_jaxpr, axis_data, [d is not None for d in bconst_dims],
+                                   [d is not None for d in init_dims])
+    (pred_dim,) = batching.batch_jaxpr(cond_jaxpr, axis_data,
+                                       cconst_dims + [0 if b else None for b in carry_batched]
+                                       )[1]
+    if pred_dim is not None:
+        carry_dims: list[int | None] = [0] * len(init)
+    else:
+        rank = cond_jaxpr.out_avals[0].ndim
+        carry_dims = [rank if b else None for b in carry_batched]
+    body, _ = batching.batch_jaxpr(body_jaxpr, axis_data, bconst_dims + carry_dims, carry_dims)
+    cond, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, cconst_dims + carry_dims,
+                                   [None if pred_dim is None else 0])
+    init = [x if new is None else batching.matchaxis(axis_data, old, new, x)
+            for x, old, new in zip(init, init_dims, carry_dims)]
+    outs = while_p.bind(*cconsts, *bconsts, *init, cond_jaxpr=cond, body_jaxpr=body,
+                        cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+    return outs, carry_dims
+
+
+def _scan_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                   jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, **params: Any
+                   ) -> tuple[list[Any], list[int | None]]:
+    """JAX's rule: batched consts and carries along axis 0, batched ``xs`` along axis 1
+    (their slices are then batched along 0), and so the stacked ``ys`` along axis 1."""
+    const_dims, init_dims, xs_dims = split_list(dims, num_consts, num_carry)
+    consts, init, xs = split_list(vals, num_consts, num_carry)
+    consts_batched = [d is not None for d in const_dims]
+    xs_batched = [d is not None for d in xs_dims]
+    carry_batched = _batched_carry(jaxpr, axis_data, consts_batched,
+                                   [d is not None for d in init_dims], xs_batched)
+    in_batched = consts_batched + carry_batched + xs_batched
+    found = batching.batch_jaxpr_at_front(jaxpr, axis_data, in_batched)[1]
+    ys_batched = found[num_carry:]
+    body, _ = batching.batch_jaxpr_at_front(jaxpr, axis_data, in_batched,
+                                            carry_batched + ys_batched)
+    consts = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(consts, const_dims)]
+    init = [batching.matchaxis(axis_data, d, 0, x) if b else x
+            for x, d, b in zip(init, init_dims, carry_batched)]
+    xs = [x if d is None else batching.moveaxis(x, d, 1) for x, d in zip(xs, xs_dims)]
+    outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, num_consts=num_consts,
+                       num_carry=num_carry, **params)
+    return outs, ([0 if b else None for b in carry_batched]
+                  + [1 if b else None for b in ys_batched])
+
+
+batching.batching_rules[while_p] = _while_batching
+batching.batching_rules[scan_p] = _scan_batching
