@@ -22,8 +22,10 @@ import numpy as np
 from minijax import runtime
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.jaxpr import effectful_primitives
 from minijax.lax.elementwise import operand
+from minijax.lax.slicing import index_in_dim
 from minijax.numpy.promotion import is_arraylike
 from minijax.tree_util import PyTreeDef, tree_flatten
 
@@ -67,6 +69,19 @@ debug_print_p.def_impl(_print_impl)
 debug_print_p.def_eager_rule(_print_eager)
 debug_print_p.def_abstract_eval(lambda *avals, **params: [])
 effectful_primitives.add(debug_print_p)
+
+
+def _print_batching(axis_data: batching.AxisData, vals: list, dims: list, **params: Any
+                    ) -> tuple[list, list]:
+    """vmap: one print per example, in order, as JAX does (the values of each example
+    are sliced out of the batches)."""
+    for i in range(axis_data.size):
+        debug_print_p.bind(*[x if d is None else index_in_dim(x, i, d, keepdims=False)
+                             for x, d in zip(vals, dims)], **params)
+    return [], []
+
+
+batching.batching_rules[debug_print_p] = _print_batching  # vmap: batching rules
 
 
 def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:  # noqa: A001

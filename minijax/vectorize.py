@@ -35,6 +35,8 @@ from minijax.tree_util import (
     tree_unflatten,
 )
 
+__all__ = ["vmap"]
+
 
 def _is_none(x: Any) -> bool:
     return x is None

@@ -403,3 +403,19 @@ def test_vmap_of_jit_batches_the_body_once():
     for _ in range(3):
         np.testing.assert_array_equal(np.asarray(batched(X)), X * 2)
     assert len(calls) == 1
+
+
+def _print_each(n):
+    return n.jax.vmap(lambda a, b: n.jax.debug.print("a={} b={}", a, b), in_axes=(0, None))
+
+
+def test_debug_print_prints_each_example_as_jax_does(capsys):
+    from tests.oracle import namespaces
+
+    printed = []
+    for ns in namespaces():
+        _print_each(ns)(V, F32(5))
+        ns.jax.effects_barrier()
+        printed.append(capsys.readouterr().out)
+    assert printed[0] == printed[1] == "a=0.5 b=5.0\na=-1.5 b=5.0\na=2.0 b=5.0\n"
+    check_jaxpr(_print_each, V, F32(5))
