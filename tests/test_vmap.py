@@ -243,6 +243,14 @@ COLLECTIVES = {
                                                      axis_name="i"))(x),
     "vmap_of_jit": lambda n, x: n.jax.vmap(n.jax.jit(lambda a: a - n.lax.pmean(a, "i")),
                                            axis_name="i")(x),
+    "grad_of_vmap_psum": lambda n, x: n.jax.grad(lambda y: n.jax.vmap(
+        lambda a: a * n.lax.psum(a, "i"), axis_name="i")(y).sum())(x),
+    "vmap_of_grad_psum": lambda n, x: n.jax.vmap(n.jax.grad(
+        lambda a: (a * n.lax.psum(a, "i")).sum()), axis_name="i")(x),
+    "vmap_of_grad_pmean": lambda n, x: n.jax.vmap(n.jax.grad(
+        lambda a: (n.jnp.sin(a) * n.lax.pmean(a, "i")).sum()), axis_name="i")(x),
+    "grad_of_vmap_axis_index": lambda n, x: n.jax.grad(lambda y: n.jax.vmap(
+        lambda a: a * n.lax.axis_index("i"), axis_name="i")(y).sum())(x),
 }
 
 
@@ -252,7 +260,9 @@ def test_collectives_match_jax(name):
 
 
 @pytest.mark.parametrize("name", ["psum", "pmean", "axis_index", "axis_size_idiom",
-                                  "nested_outer_name", "nested_both_names", "vmap_of_jit"])
+                                  "nested_outer_name", "nested_both_names", "vmap_of_jit",
+                                  "grad_of_vmap_psum", "vmap_of_grad_psum",
+                                  "vmap_of_grad_pmean", "grad_of_vmap_axis_index"])
 def test_collective_jaxprs(name):
     check_jaxpr(lambda n: lambda x: COLLECTIVES[name](n, x), X)
 

@@ -315,7 +315,10 @@ def batch_jaxpr_at_front(closed: jaxpr.ClosedJaxpr, axis_data: AxisData,
     if not given; an output batched but not asked to be is an error)."""
     in_dims = [0 if b else None for b in in_batched]
     if out_batched is None:
-        out_batched = [d is not None for d in batch_jaxpr(closed, axis_data, in_dims)[1]]
+        batched, found = batch_jaxpr(closed, axis_data, in_dims)
+        if all(d in (None, 0) for d in found):  # the common case: no second trace
+            return batched, [d is not None for d in found]
+        out_batched = [d is not None for d in found]
     out_dims = [0 if b else None for b in out_batched]
     return batch_jaxpr(closed, axis_data, in_dims, out_dims)[0], list(out_batched)
 

@@ -40,7 +40,7 @@ from minijax.interpreters.ad import (
     tangent_aval,
 )
 from minijax.lax import elementwise as ew
-from minijax.lax import linalg, reductions, shapes, slicing, sorting, special
+from minijax.lax import linalg, parallel, reductions, shapes, slicing, sorting, special
 from minijax.lax.linalg import matrix_transpose
 from minijax.runtime import _copy_p as device_put_p
 
@@ -346,8 +346,9 @@ jvp_rules[ew.clamp_p] = _clamp_rule
 for _p in (shapes.broadcast_in_dim_p, shapes.reshape_p, shapes.transpose_p, shapes.squeeze_p,
            shapes.rev_p, shapes.pad_p, shapes.concatenate_p, shapes.stack_p, shapes.unstack_p,
            shapes.split_p, shapes.tile_p, shapes.copy_p, device_put_p,
-           reductions.reduce_sum_p, reductions.cumsum_p):
+           reductions.reduce_sum_p, reductions.cumsum_p, parallel.psum_p):
     deflinear(_p)
+defzero(parallel.axis_index_p)  # an integer: no tangent
 
 
 # ---------------------------------------------------------------------------------------

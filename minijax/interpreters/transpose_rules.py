@@ -30,7 +30,7 @@ from minijax.interpreters.ad import Zero, add_any_p, instantiate
 from minijax.interpreters.jvp_rules import gather_of_scatter
 from minijax.interpreters.transpose import is_undefined, transpose_rules
 from minijax.lax import elementwise as ew
-from minijax.lax import linalg, reductions, shapes, slicing
+from minijax.lax import linalg, parallel, reductions, shapes, slicing
 from minijax.runtime import _copy_p as device_put_p
 
 
@@ -237,6 +237,20 @@ def _reduce_sum_transpose(ct: Any, x: Any, *, axes: tuple, out_sharding: Any) ->
 
 
 _linear_unary(reductions.reduce_sum_p, _reduce_sum_transpose)
+
+
+def _psum_transpose(ct: Any, x: Any, *, axes: tuple, axis_index_groups: Any) -> Any:
+    """As JAX: the positional axes are a ``reduce_sum`` (broadcast the cotangent back);
+    over the named ones every example's input reaches every example's sum, so its
+    cotangent is the sum of theirs (a ``psum`` over those names, even if there are none)."""
+    positional = tuple(a for a in axes if isinstance(a, int))
+    named = tuple(a for a in axes if not isinstance(a, int))
+    kept = tuple(np.delete(np.arange(x.aval.ndim), positional))
+    ct = lax.broadcast_in_dim(ct, x.aval.shape, kept)
+    return parallel.psum_p.bind(ct, axes=named, axis_index_groups=axis_index_groups)
+
+
+_linear_unary(parallel.psum_p, _psum_transpose)
 # x[j] reaches every running sum out[i] with i >= j: the cotangent runs the other way.
 _linear_unary(reductions.cumsum_p, lambda ct, x, *, axis, reverse: lax.cumsum(
     ct, axis, reverse=not reverse))
