@@ -429,3 +429,19 @@ def test_debug_print_prints_each_example_as_jax_does(capsys):
         printed.append(capsys.readouterr().out)
     assert printed[0] == printed[1] == "a=0.5 b=5.0\na=-1.5 b=5.0\na=2.0 b=5.0\n"
     check_jaxpr(_print_each, V, F32(5))
+
+
+def test_jit_traces_again_for_another_axis_size_or_name():
+    """psum(1, "i") is the size of axis "i", fixed when jit traces: a jitted function
+    vmapped at another size, or called where "i" is not bound, is traced again."""
+    import minijax
+    import minijax.numpy as jnp
+    from minijax import lax
+
+    f = minijax.jit(lambda a: a / lax.psum(1, "i"))
+    np.testing.assert_array_equal(np.asarray(minijax.vmap(f, axis_name="i")(jnp.ones(2))),
+                                  [0.5, 0.5])
+    np.testing.assert_array_equal(np.asarray(minijax.vmap(f, axis_name="i")(jnp.ones(4))),
+                                  [0.25] * 4)
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        f(jnp.ones(2))

@@ -426,7 +426,10 @@ class Jitted:
         static_args, static_kwargs, dynamic, dynamic_kwargs = self._split(args, kwargs)
         leaves, treedef = tree_flatten((dynamic, dynamic_kwargs))
         avals = self._avals(leaves, args, kwargs)
-        key = (treedef, *avals, _config_state, static_args, static_kwargs)
+        # The names (and sizes) vmap binds are part of the signature: psum(1, "i") is
+        # the size of axis "i", fixed in the trace, and "i" unbound is an error.
+        key = (treedef, *avals, _config_state, static_args, static_kwargs,
+               batching.axis_env())
         entry = self._cache.get(key)
         if entry is not None:
             return entry, leaves, []

@@ -74,6 +74,11 @@ def extend_axis_env(axis_data: AxisData) -> Iterator[None]:
         _axis_env.frames = previous
 
 
+def axis_env() -> tuple[AxisData, ...]:
+    """The named axes bound now, outermost first."""
+    return _axis_env.frames
+
+
 def axis_exists(name: Any) -> bool:
     return any(frame.name == name for frame in _axis_env.frames)
 
