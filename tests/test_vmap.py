@@ -143,6 +143,8 @@ RULE_PROGRAMS = {
     "reductions": (lambda n: lambda a: (a.max(), a.min(), a.prod(), (a > 0).all(),
                                         (a > 0).any()), (X,), 0),
     "argmax": (lambda n: lambda a: (n.jnp.argmax(a), n.jnp.argmin(a)), (X,), 1),
+    "reduce_keeps_batch_in_middle": (lambda n: lambda a: (a.sum(0), a.max(1), a.cumsum(1)),
+                                     (np.arange(24, dtype=F32).reshape(2, 3, 4),), 1),
     "cumsum": (lambda n: lambda a: (n.jnp.cumsum(a), n.jnp.cumprod(a)), (X,), 0),
     "matvec_unbatched_matrix": (lambda n: lambda a, b: a @ b, (X, M), (0, None)),
     "matmul_batched_rhs": (lambda n: lambda a, b: a @ b, (X, M), (None, 1)),
@@ -445,3 +447,18 @@ def test_jit_traces_again_for_another_axis_size_or_name():
                                   [0.25] * 4)
     with pytest.raises(NameError, match="unbound axis name: i"):
         f(jnp.ones(2))
+
+
+RANDOM = {
+    "split": lambda n, keys: n.jax.vmap(n.jax.random.split)(keys),
+    "fold_in": lambda n, keys: n.jax.vmap(lambda k: n.jax.random.fold_in(k, 3))(keys),
+    "bits": lambda n, keys: n.jax.vmap(lambda k: n.jax.random.bits(k, (2,)))(keys),
+    "uniform": lambda n, keys: n.jax.vmap(lambda k: n.jax.random.uniform(k, (2,)))(keys),
+    "randint": lambda n, keys: n.jax.vmap(lambda k: n.jax.random.randint(k, (2,), 0, 10))(keys),
+}
+
+
+@pytest.mark.parametrize("name", RANDOM)
+def test_random_under_vmap_is_bit_exact(name):
+    check_program(lambda n: RANDOM[name](n, n.jax.random.split(n.jax.random.PRNGKey(0), 3)),
+                  exact=True)
