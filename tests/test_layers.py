@@ -30,9 +30,9 @@ LAYERS: dict[str, list[str]] = {
     ],
     "primitives": [
         "lax.base", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg", "lax.slicing",
-        "lax.sorting", "lax.special", "lax.convolution",
+        "lax.sorting", "lax.special", "lax.convolution", "lax.parallel",
     ],
-    "api": ["autodiff", "api"],
+    "api": ["autodiff", "api", "vectorize"],
     "breadth": [
         "lax", "lax.control_flow", "custom_derivatives", "debug", "numpy", "scipy", "nn",
         "random", "prng", "symbolic", "test_util",
