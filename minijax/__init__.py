@@ -37,6 +37,7 @@ from minijax.runtime import (
     local_device_count,
     local_devices,
 )
+from minijax.vectorize import vmap
 
 jacobian = jacrev  # JAX's alias
 
@@ -83,6 +84,7 @@ __all__ = [
     "linearize",
     "value_and_grad",
     "vjp",
+    "vmap",
     "lax",
     "local_device_count",
     "local_devices",

@@ -34,6 +34,7 @@ from typing import Any
 from minijax import core, dtypes, lax, tracing
 from minijax.compiler import lowering
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import (
     JVPTrace,
@@ -491,3 +492,102 @@ def _custom_lin_lowering(ctx: lowering.RuleContext, *args: Any, **params: Any) -
 lowering.lowering_rules[custom_jvp_call_p] = _custom_call_lowering
 lowering.lowering_rules[custom_vjp_call_p] = _custom_call_lowering
 lowering.lowering_rules[custom_lin_p] = _custom_lin_lowering
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+# A batched call carries batched rules: a custom rule is written for one example, so the
+# batched rule runs it on batch tracers. Outputs (and residuals) come out batched along
+# their first axis, whichever rule computed them, so that the function and its rules agree.
+
+
+def _leading(count: int) -> list[int]:
+    return [0] * count
+
+
+def _joined(pair: tuple[list, list]) -> list[Any]:
+    """A rule's two lists of outputs (primals and tangents, outputs and residuals) as one."""
+    first, second = pair
+    return [*first, *second]
+
+
+def _batched(rule: _Rule, fun: Callable[..., Any]) -> _Rule:
+    return _Rule(fun, rule.name, rule.primal_name)
+
+
+def _run_batched(fun: Callable[..., list[Any]], axis_data: batching.AxisData,
+                 args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
+    """``fun`` (flat in and out) on batches, its outputs batched along axis 0."""
+    count: list[int] = []
+
+    def flat(*xs: Any) -> list[Any]:
+        outs = fun(*xs)
+        count.append(len(outs))
+        return outs
+
+    return batching.batch_flat(flat, axis_data, args, dims, lambda: _leading(count[0]))[0]
+
+
+def _batched_call(call_jaxpr: ClosedJaxpr, axis_data: batching.AxisData,
+                  dims: Sequence[int | None]) -> ClosedJaxpr:
+    out_dims = _leading(len(call_jaxpr.out_avals))
+    return batching.batch_jaxpr(call_jaxpr, axis_data, dims, out_dims)[0]
+
+
+def _custom_jvp_call_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                              call_jaxpr: ClosedJaxpr, jvp_jaxpr_fun: _Rule, num_consts: int,
+                              symbolic_zeros: bool) -> tuple[list[Any], list[int]]:
+    arg_dims = dims[num_consts:]
+
+    def jvp(primals: list, tangents: list) -> tuple[list, list]:
+        """Tangents are laid out as their primals are (they are tangents of the batches)."""
+        n = len(primals)
+        outs = _run_batched(lambda *xs: _joined(jvp_jaxpr_fun(list(xs[:n]), list(xs[n:]))),
+                            axis_data, [*primals, *map(instantiate, tangents)],
+                            [*arg_dims, *arg_dims])
+        return outs[:len(outs) // 2], outs[len(outs) // 2:]
+
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=_batched_call(call_jaxpr, axis_data, dims),
+                                  jvp_jaxpr_fun=_batched(jvp_jaxpr_fun, jvp),
+                                  num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    return outs, _leading(len(outs))
+
+
+def _custom_vjp_call_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                              call_jaxpr: ClosedJaxpr, fwd_jaxpr_thunk: _Rule, num_consts: int,
+                              bwd: _Rule, out_trees: Callable, symbolic_zeros: bool
+                              ) -> tuple[list[Any], list[int]]:
+    arg_dims = dims[num_consts:]
+    num_outs = len(call_jaxpr.out_avals)
+
+    def fwd(*primals: Any) -> tuple[list, list]:
+        outs = _run_batched(lambda *xs: _joined(fwd_jaxpr_thunk(*xs)), axis_data,
+                            primals, arg_dims)
+        return outs[:num_outs], outs[num_outs:]
+
+    def bwd_batched(residuals: list, cts: list) -> list[Any]:
+        """Cotangents of the batches; an unbatched argument's is summed over the batch."""
+        n = len(residuals)
+        cts_in, ct_dims = batching.batch_flat(lambda *xs: bwd(list(xs[:n]), list(xs[n:])),
+                                              axis_data, [*residuals, *cts],
+                                              _leading(n + len(cts)))
+        return [_match_cotangent(axis_data, ct, src, dst)
+                for ct, src, dst in zip(cts_in, ct_dims, arg_dims)]
+
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=_batched_call(call_jaxpr, axis_data, dims),
+                                  fwd_jaxpr_thunk=_batched(fwd_jaxpr_thunk, fwd),
+                                  num_consts=num_consts, bwd=_batched(bwd, bwd_batched),
+                                  out_trees=out_trees, symbolic_zeros=symbolic_zeros)
+    return outs, _leading(len(outs))
+
+
+def _match_cotangent(axis_data: batching.AxisData, ct: Any, src: int | None, dst: int | None
+                     ) -> Any:
+    if dst is None and src is not None:
+        return lax.reduce_sum(ct, (src,))
+    return batching.matchaxis(axis_data, src, dst, ct)
+
+
+batching.batching_rules[custom_jvp_call_p] = _custom_jvp_call_batching
+batching.batching_rules[custom_vjp_call_p] = _custom_vjp_call_batching

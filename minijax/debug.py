@@ -24,9 +24,10 @@ from minijax.array import Array
 from minijax.compiler import lowering
 from minijax.compiler.stablehlo import Typed
 from minijax.core import Primitive, ShapedArray
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.jaxpr import effectful_primitives
 from minijax.lax.base import operand
+from minijax.lax.slicing import index_in_dim
 from minijax.numpy.promotion import is_arraylike
 from minijax.tree_util import PyTreeDef, tree_flatten
 
@@ -122,3 +123,16 @@ def _debug_print_lowering(ctx: lowering.RuleContext, *args: Any, **params: Any) 
 
 
 lowering.lowering_rules[debug_print_p] = _debug_print_lowering
+
+
+def _print_batching(axis_data: batching.AxisData, vals: list, dims: list, **params: Any
+                    ) -> tuple[list, list]:
+    """vmap: one print per example, in order, as JAX does (the values of each example
+    are sliced out of the batches)."""
+    for i in range(axis_data.size):
+        debug_print_p.bind(*[x if d is None else index_in_dim(x, i, d, keepdims=False)
+                             for x, d in zip(vals, dims)], **params)
+    return [], []
+
+
+batching.batching_rules[debug_print_p] = _print_batching  # vmap: batching rules

@@ -40,6 +40,7 @@ ZERO_DERIVATIVE = (
     "shift_right_arithmetic", "shift_right_logical", "population_count",
     "bitcast_convert_type", "is_finite", "sign", "floor", "ceil", "round", "iota",
     "argmax", "argmin", "reduce_and", "reduce_or", "reduce_xor", "clz", "empty2",
+    "axis_index",
 )
 
 DELIBERATE_GAPS: dict[tuple[str, str], str] = {

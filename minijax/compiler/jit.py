@@ -44,7 +44,7 @@ from minijax.compiler import lowering
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.errors import check_callable
 from minijax.flags import config
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import Zero
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
@@ -340,6 +340,43 @@ def _jit_lowering(ctx: lowering.RuleContext, *args: Any, jaxpr: ClosedJaxpr, nam
 
 
 lowering.lowering_rules[jit_p] = _jit_lowering
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules (jit of the batched body)
+# ---------------------------------------------------------------------------------------
+
+_batched_bodies: weakref.WeakKeyDictionary[ClosedJaxpr, dict[tuple, Any]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _batched_body(body: ClosedJaxpr, axis_data: batching.AxisData, dims: tuple
+                  ) -> tuple[ClosedJaxpr, list[int | None]]:
+    """``body`` batched along ``dims``, remembered while ``body`` lives (``vmap(jit(f))``
+    called again neither re-batches nor recompiles), unless it captured tracers."""
+    table = _batched_bodies.setdefault(body, {})
+    key = (axis_data, dims)
+    if key not in table:
+        batched = batching.batch_jaxpr(body, axis_data, dims)
+        if any(isinstance(c, Tracer) for c in batched[0].consts):
+            return batched
+        table[key] = batched
+    return table[key]
+
+
+def _jit_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                  jaxpr: ClosedJaxpr, donated_invars: tuple[bool, ...], **params: Any
+                  ) -> tuple[list[Any], list[int | None]]:
+    """One ``jit`` of the batched body, taking the batches where they are (as JAX's rule:
+    no batch axis is moved on the way in)."""
+    body, out_dims = _batched_body(jaxpr, axis_data, tuple(dims))
+    body, captured = _tracer_consts_as_inputs(body)
+    outs = jit_p.bind(*captured, *vals, jaxpr=body,
+                      donated_invars=(False,) * len(captured) + donated_invars, **params)
+    return outs, out_dims
+
+
+batching.batching_rules[jit_p] = _jit_batching
 
 
 # ---------------------------------------------------------------------------------------
@@ -651,7 +688,10 @@ class Jitted:
         static_args, static_kwargs, dynamic, dynamic_kwargs = self._split(args, kwargs)
         leaves, treedef = tree_flatten((dynamic, dynamic_kwargs))
         avals = self._avals(leaves, args, kwargs)
-        key = (treedef, *avals, _config_state, static_args, static_kwargs)
+        # The names (and sizes) vmap binds are part of the signature: psum(1, "i") is
+        # the size of axis "i", fixed in the trace, and "i" unbound is an error.
+        key = (treedef, *avals, _config_state, static_args, static_kwargs,
+               batching.axis_env())
         entry = self._cache.get(key)
         if entry is not None:
             return entry, leaves, []

@@ -11,6 +11,7 @@ from minijax.lax.base import canonicalize_shape, operand  # noqa: F401  (jnp's; 
 from minijax.lax.control_flow import *  # noqa: F403
 from minijax.lax.convolution import *  # noqa: F403
 from minijax.lax.elementwise import *  # noqa: F403
+from minijax.lax.parallel import *  # noqa: F403
 from minijax.lax.reductions import *  # noqa: F403
 from minijax.lax.shapes import *  # noqa: F403
 from minijax.lax.shapes import canonicalize_axes, copy_p  # noqa: F401

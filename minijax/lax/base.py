@@ -34,7 +34,7 @@ from minijax.array import Array, is_jax_value
 from minijax.compiler.lowering import RuleContext, _region, lowering_rules, register
 from minijax.compiler.stablehlo import TensorType, Value
 from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.interpreters.ad import (
     Zero,
     add_any_p,
@@ -1631,3 +1631,133 @@ def _dot_general_lowering(ctx: RuleContext, lhs: Value, rhs: Value, *, dimension
     if lhs_batch:
         attrs = {"batching_dims": (tuple(lhs_batch), tuple(rhs_batch)), **attrs}
     return b.emit("stablehlo.dot_general", lhs, rhs, type=out, **attrs)
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+for _prim in (neg_p, exp_p, log_p, sin_p, cos_p, tanh_p, integer_pow_p,
+              convert_element_type_p):
+    batching.defvectorized(_prim)
+
+for _prim in (add_p, sub_p, mul_p, div_p, max_p, min_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    batching.defbroadcasting(_prim)
+
+
+def _add_any_batching(axis_data: batching.AxisData, vals: list, dims: list
+                      ) -> tuple[Any, int | None]:
+    """JAX's rule: the result is batched where a batched operand is; an unbatched one is
+    broadcast there."""
+    (x, y), (x_dim, y_dim) = vals, dims
+    if x_dim is None:
+        x, x_dim = batching.broadcast(x, y.shape[y_dim], y_dim), y_dim
+    elif y_dim is None:
+        y = batching.broadcast(y, x.shape[x_dim], x_dim)
+    elif x_dim != y_dim:
+        x, x_dim = batching.moveaxis(x, x_dim, y_dim), y_dim
+    return add_any_p.bind(x, y), x_dim
+
+
+batching.batching_rules[add_any_p] = _add_any_batching
+
+
+def _select_n_batching(axis_data: Any, vals: list, dims: list) -> tuple[Any, Any]:
+    """JAX's rule: where ``which`` and the cases agree, select as is; otherwise batch axes
+    go to the front, and a batched scalar ``which`` is broadcast to the cases' shape."""
+    (which, *cases), (which_dim, *case_dims) = vals, dims
+    size = next(x.shape[d] for x, d in zip(vals, dims) if d is not None)
+    if all(d == which_dim for d in case_dims):
+        if which.shape != cases[0].shape:  # a scalar predicate of each example
+            which = broadcast_in_dim(which, cases[0].shape, [which_dim])
+        return select_n(which, *cases), which_dim
+    if which.ndim == 0 and all(d is not None for d in case_dims):
+        if all(d == case_dims[0] for d in case_dims[1:]):
+            return select_n(which, *cases), case_dims[0]
+        if all(c.shape == cases[0].shape for c in cases):
+            others = [batching.moveaxis(c, d, case_dims[0])
+                      for c, d in zip(cases[1:], case_dims[1:])]
+            return select_n(which, cases[0], *others), case_dims[0]
+    if which.shape:
+        which = batching.bdim_at_front(which, which_dim, size)
+    if any(c.shape for c in cases):
+        cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, case_dims)]
+    if 0 < which.ndim < cases[0].ndim:
+        which = broadcast_in_dim(which, cases[0].shape, [0])
+    if which.ndim > cases[0].ndim:
+        cases = [broadcast_in_dim(c, which.shape, ()) for c in cases]
+    return select_n(which, *cases), 0
+
+
+batching.batching_rules[select_n_p] = _select_n_batching
+
+
+def _broadcast_in_dim_batching(axis_data: Any, vals: list, dims: list, *,
+                               shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...],
+                               sharding: Any) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    new_dims = (0, *np.add(1, broadcast_dimensions))  # NumPy ints, printed as in JAX
+    return broadcast_in_dim(batching.moveaxis(x, bdim, 0), (x.shape[bdim], *shape),
+                            new_dims), 0
+
+
+def _reshape_batching(axis_data: Any, vals: list, dims: list, *, new_sizes: tuple[int, ...],
+                      dimensions: Any, sharding: Any) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    x = batching.moveaxis(x, bdim, 0)
+    if dimensions is not None:
+        dimensions = (0, *(d + 1 for d in dimensions))
+    return reshape(x, (x.shape[0], *new_sizes), dimensions), 0
+
+
+def _transpose_batching(axis_data: Any, vals: list, dims: list, *,
+                        permutation: tuple[int, ...]) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    perm = (bdim, *(p if p < bdim else p + 1 for p in permutation))
+    return transpose(x, perm), 0
+
+
+batching.batching_rules[broadcast_in_dim_p] = _broadcast_in_dim_batching
+batching.batching_rules[reshape_p] = _reshape_batching
+batching.batching_rules[transpose_p] = _transpose_batching
+batching.defreducer(reduce_sum_p)
+
+
+def _dot_general_batching(axis_data: Any, vals: list, dims: list, *,
+                          dimension_numbers: DimensionNumbers, precision: Any,
+                          preferred_element_type: np.dtype | None, out_sharding: Any
+                          ) -> tuple[Any, int]:
+    """JAX's rule: two batched operands get the batch axis as a new (first) batch
+    dimension; one batched operand keeps it as a free dimension, which lands in the
+    result where the free dimensions of that side go."""
+    (lhs, rhs), (lbd, rbd) = vals, dims
+    numbers, out_dim = _batched_dimension_numbers((lhs.ndim, rhs.ndim), (lbd, rbd),
+                                                  dimension_numbers)
+    return dot_general(lhs, rhs, numbers, precision, preferred_element_type), out_dim
+
+
+def _bump(dims: Sequence[int], bdim: int) -> tuple[int, ...]:
+    """Dimension numbers of an example, as dimensions of the batch stacked at ``bdim``."""
+    return tuple(d + (d >= bdim) for d in dims)
+
+
+def _batched_dimension_numbers(ndims: tuple[int, int], bdims: tuple[int | None, int | None],
+                               dimension_numbers: DimensionNumbers
+                               ) -> tuple[DimensionNumbers, int]:
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    (lbd, rbd), (lhs_ndim, rhs_ndim) = bdims, ndims
+    if lbd is not None and rbd is not None:
+        return ((_bump(lhs_contract, lbd), _bump(rhs_contract, rbd)),
+                ((lbd, *_bump(lhs_batch, lbd)), (rbd, *_bump(rhs_batch, rbd)))), 0
+    if lbd is not None:
+        free = _free_dims(lhs_ndim, lhs_batch, lhs_contract)
+        out_dim = len(lhs_batch) + sum(d < lbd for d in free)
+        return ((_bump(lhs_contract, lbd), rhs_contract),
+                (_bump(lhs_batch, lbd), rhs_batch)), out_dim
+    free = _free_dims(rhs_ndim, rhs_batch, rhs_contract)
+    out_dim = lhs_ndim - len(lhs_contract) + sum(d < rbd for d in free)
+    return ((lhs_contract, _bump(rhs_contract, rbd)),
+            (lhs_batch, _bump(rhs_batch, rbd))), out_dim
+
+
+batching.batching_rules[dot_general_p] = _dot_general_batching

@@ -23,6 +23,7 @@ from minijax import dtypes
 from minijax.compiler.lowering import RuleContext, lowering_rules, register
 from minijax.compiler.stablehlo import TensorType, Value
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.interpreters.ad import (
     Zero,
     add_tangents,
@@ -868,3 +869,45 @@ def _clamp_jvp(primals: list, tangents: list) -> tuple[Any, Any]:
 
 jvp_rules[clamp_p] = _clamp_jvp
 lowering_rules[clamp_p] = _nary("stablehlo.clamp")
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+for _prim in (sign_p, abs_p, floor_p, ceil_p, is_finite_p, exp2_p, log1p_p, expm1_p, sqrt_p,
+              rsqrt_p, cbrt_p, square_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p,
+              asinh_p, acosh_p, atanh_p, logistic_p, real_p, imag_p, not_p,
+              population_count_p, clz_p, round_p, stop_gradient_p, conj_p,
+              bitcast_convert_type_p, reduce_precision_p):
+    batching.defvectorized(_prim)
+
+for _prim in (rem_p, pow_p, atan2_p, nextafter_p, complex_p, and_p, or_p, xor_p,
+              shift_left_p, shift_right_logical_p, shift_right_arithmetic_p):
+    batching.defbroadcasting(_prim)
+
+
+def _clamp_batching(axis_data: Any, vals: list, dims: list) -> tuple[Any, Any]:
+    """JAX's rule: bounds that agree with the operand's batching are used as they are;
+    otherwise batch axes go to the front and scalar bounds are broadcast."""
+    (lo, x, hi), (lo_dim, x_dim, hi_dim) = vals, dims
+    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+    if lo_dim == x_dim == hi_dim:
+        if lo.ndim == hi.ndim == 1 and x.ndim > 1:  # scalar bounds of each example
+            lo = broadcast_in_dim(lo, x.shape, [lo_dim])
+            hi = broadcast_in_dim(hi, x.shape, [hi_dim])
+        return clamp_p.bind(lo, x, hi), x_dim
+    if lo.ndim == 0 and hi.ndim == 0 and x_dim is not None:
+        return clamp_p.bind(lo, x, hi), x_dim
+    lo, x, hi = [batching.bdim_at_front(v, d, size) if v.shape else v
+                 for v, d in zip(vals, dims)]
+    lo, hi = [broadcast_in_dim(b, x.shape, ()) if b.ndim == 0 and x.ndim else b
+              for b in (lo, hi)]
+    lo, hi = [broadcast_in_dim(b, x.shape, [0]) if 0 < b.ndim < x.ndim else b
+              for b in (lo, hi)]
+    if lo.ndim > x.ndim:
+        x = broadcast_in_dim(x, lo.shape, ())
+    return clamp_p.bind(lo, x, hi), 0
+
+
+batching.batching_rules[clamp_p] = _clamp_batching

@@ -22,7 +22,7 @@ from minijax import dtypes
 from minijax.compiler import lowering
 from minijax.compiler.stablehlo import Dense, Opaque, TensorType, Typed, Value
 from minijax.core import Primitive, ShapedArray
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.interpreters.transpose import deftranspose
 from minijax.lax import elementwise as ew
 from minijax.lax.base import (
@@ -36,6 +36,7 @@ from minijax.lax.base import (
     le,
     operand,
     reduce_sum_p,
+    reshape,
     select,
     transpose,
 )
@@ -916,3 +917,41 @@ def _triangular_solve_lowering(ctx: lowering.RuleContext, a: Value, rhs: Value, 
     if conjugate_a and not transpose_a and a.type.dtype.kind == "c":  # real: nothing to do
         a = lowering.lowering_rules[ew.conj_p](ctx, a, input_dtype=a.type.dtype)
     return _lapack_call(b, target, [a, rhs], [rhs.type], batch, config, ([], 1))[0]
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules of the decompositions (they take stacks of matrices already)
+# ---------------------------------------------------------------------------------------
+
+
+def _decomposition_batching(prim: Primitive) -> Any:
+    """Move the batch axis in front of the matrix dimensions, decompose the stack."""
+    def rule(axis_data: Any, vals: list, dims: list, **params: Any) -> tuple[Any, Any]:
+        (x,), (bdim,) = vals, dims
+        out = prim.bind(batching.moveaxis(x, bdim, 0), **params)
+        return out, [0] * len(out) if prim.multiple_results else 0
+    return rule
+
+
+def _triangular_solve_batching(axis_data: Any, vals: list, dims: list, *, left_side: bool,
+                               **params: Any) -> tuple[Any, int]:
+    """JAX's rule: a batch of right-hand sides for one matrix is one solve with more
+    columns (or rows); otherwise both operands are stacked along a leading axis."""
+    (a, b), (a_dim, b_dim) = vals, dims
+    if a_dim is None:
+        if left_side:
+            b = batching.moveaxis(b, b_dim, -1)
+            flat = reshape(b, (*b.shape[:-2], b.shape[-2] * b.shape[-1]))
+        else:
+            b = batching.moveaxis(b, b_dim, -2)
+            flat = reshape(b, (*b.shape[:-3], b.shape[-3] * b.shape[-2], b.shape[-1]))
+        out = triangular_solve_p.bind(a, flat, left_side=left_side, **params)
+        return reshape(out, b.shape), b.ndim - (1 if left_side else 2)
+    a = batching.bdim_at_front(a, a_dim, axis_data.size)
+    b = batching.bdim_at_front(b, b_dim, axis_data.size)
+    return triangular_solve_p.bind(a, b, left_side=left_side, **params), 0
+
+
+for _prim in (cholesky_p, eigh_p, qr_p, svd_p, lu_p):
+    batching.batching_rules[_prim] = _decomposition_batching(_prim)
+batching.batching_rules[triangular_solve_p] = _triangular_solve_batching

@@ -26,6 +26,7 @@ from minijax import dtypes
 from minijax.compiler.lowering import Builder, RuleContext, _region, lowering_rules
 from minijax.compiler.stablehlo import Dense, DenseArray, TensorType, Value
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.interpreters.ad import deflinear, defzero, jvp_of, jvp_rules
 from minijax.lax import base
 from minijax.lax.base import (
@@ -586,3 +587,24 @@ def _logaddexp_body(r: Builder, args: list[Value]) -> list[Value]:
 lowering_rules[cumlogsumexp_p] = _cumulative_lowering("cumlogsumexp", None, _lowest,
                                                       broadcast_init=False,
                                                       body=_logaddexp_body)
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+for _prim in (reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+              reduce_xor_p, argmax_p, argmin_p):
+    batching.defreducer(_prim)
+
+
+def _cumulative_batching(prim: Primitive) -> Callable[..., tuple[Any, int]]:
+    def rule(axis_data: Any, vals: list, dims: list, *, axis: int, reverse: bool
+             ) -> tuple[Any, int]:
+        (x,), (bdim,) = vals, dims
+        return prim.bind(x, axis=axis if axis < bdim else axis + 1, reverse=reverse), bdim
+    return rule
+
+
+for _prim in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+    batching.batching_rules[_prim] = _cumulative_batching(_prim)

@@ -22,18 +22,21 @@ from minijax import dtypes
 from minijax.compiler.lowering import Builder, RuleContext, register, tensor_type
 from minijax.compiler.stablehlo import TensorType, Value
 from minijax.core import Primitive, ShapedArray
+from minijax.interpreters import batching
 from minijax.interpreters.ad import deflinear, defzero, instantiate
 from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
 from minijax.lax.base import (
     NUMBER,
     _jax_typed,
     _linear_unary,
+    broadcast,
     broadcast_in_dim,
     canonicalize_shape,
     check_dtype,
     operand,
     reduce_sum,
     reshape,
+    transpose,
 )
 
 __all__ = [
@@ -401,3 +404,57 @@ _linear_unary(copy_p, lambda ct, x: copy_p.bind(ct))
 def _copy_lowering(ctx: RuleContext, x: Value) -> Value:
     """Arrays are immutable: a copy is the value itself."""
     return x
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+batching.register_structural_ops(transpose=transpose, broadcast_in_dim=broadcast_in_dim,
+                                 expand_dims=expand_dims)
+
+
+def _squeeze_batching(axis_data: Any, vals: list, dims: list, *,
+                      dimensions: tuple[int, ...]) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    return squeeze(batching.moveaxis(x, bdim, 0), [d + 1 for d in dimensions]), 0
+
+
+def _rev_batching(axis_data: Any, vals: list, dims: list, *,
+                  dimensions: tuple[int, ...]) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    return rev(x, [d + 1 if d >= bdim else d for d in dimensions]), bdim
+
+
+def _stack_batching(axis_data: Any, vals: list, dims: list, *, axis: int) -> tuple[Any, int]:
+    """Operands batched alike are stacked as they are (the batch axis moves past the new
+    one if that comes first); otherwise batch axes go to the front."""
+    bdim = dims[0]
+    if bdim is not None and all(d == bdim for d in dims):
+        if axis <= bdim:
+            return stack_p.bind(*vals, axis=axis), bdim + 1
+        return stack_p.bind(*vals, axis=axis + 1), bdim
+    size = next(x.shape[d] for x, d in zip(vals, dims) if d is not None)
+    xs = [broadcast(x, (size,)) if d is None else batching.moveaxis(x, d, 0)
+          for x, d in zip(vals, dims)]
+    return stack_p.bind(*xs, axis=axis + 1), 0
+
+
+def _unstack_batching(axis_data: Any, vals: list, dims: list, *,
+                      axis: int) -> tuple[list[Any], list[int]]:
+    (x,), (bdim,) = vals, dims
+    outs = unstack(x, axis + 1 if axis >= bdim else axis)
+    return outs, [bdim - (bdim > axis)] * len(outs)
+
+
+def _tile_batching(axis_data: Any, vals: list, dims: list, *,
+                   reps: tuple[int, ...]) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    return tile(x, (*reps[:bdim], 1, *reps[bdim:])), bdim
+
+
+batching.batching_rules[squeeze_p] = _squeeze_batching
+batching.batching_rules[rev_p] = _rev_batching
+batching.batching_rules[stack_p] = _stack_batching
+batching.batching_rules[unstack_p] = _unstack_batching
+batching.batching_rules[tile_p] = _tile_batching
+batching.defvectorized(copy_p)

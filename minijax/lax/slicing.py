@@ -38,13 +38,14 @@ from minijax.compiler import lowering
 from minijax.compiler.lowering import RuleContext, register
 from minijax.compiler.stablehlo import DenseArray, Struct, TensorType, Value
 from minijax.core import Primitive, ShapedArray, Tracer
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.interpreters.ad import deflinear, instantiate
 from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
 from minijax.jaxpr import Jaxpr, Literal
 from minijax.lax import base
 from minijax.lax.base import (
     add,
+    broadcast,
     broadcast_in_dim,
     convert_element_type,
     full,
@@ -1447,3 +1448,170 @@ def _scatter_lowering(ctx: lowering.RuleContext, x: Value, indices: Value, updat
              "unique_indices": bool(unique_indices)}
     region = lowering._region(b, [scalar, scalar], combine)
     return b.op("stablehlo.scatter", [x, indices, updates], [x.type], attrs, [region]).result
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+
+def _pad_batching(axis_data: Any, vals: list, dims: list, *,
+                  padding_config: tuple[tuple[int, int, int], ...]) -> tuple[Any, int]:
+    """JAX's rule: pad each example alike; a batched padding value is a select between
+    the padded operand and that value, through a mask of where the operand was."""
+    (x, value), (x_dim, value_dim) = vals, dims
+    if x_dim is None:
+        x, x_dim = broadcast(x, (value.shape[value_dim],)), 0
+    config = list(padding_config)
+    config.insert(x_dim, (0, 0, 0))
+    if value_dim is None:
+        return pad(x, value, config), x_dim
+    padded = pad(x, convert_element_type(0, x.dtype), config)
+    mask = pad(full_like(x, True, np.bool_), False, config)
+    return select(mask, padded, broadcast_in_dim(value, padded.shape, (x_dim,))), x_dim
+
+
+def _concatenate_batching(axis_data: Any, vals: list, dims: list, *,
+                          dimension: int) -> tuple[Any, int]:
+    size = next(x.shape[d] for x, d in zip(vals, dims) if d is not None)
+    xs = [broadcast(x, (size,)) if d is None else batching.moveaxis(x, d, 0)
+          for x, d in zip(vals, dims)]
+    return concatenate(xs, dimension + 1), 0
+
+
+def _split_batching(axis_data: Any, vals: list, dims: list, *, sizes: tuple[int, ...],
+                    axis: int) -> tuple[list[Any], list[int]]:
+    (x,), (bdim,) = vals, dims
+    return split(x, sizes, axis + 1 if axis >= bdim else axis), [bdim] * len(sizes)
+
+
+def _slice_batching(axis_data: Any, vals: list, dims: list, *, start_indices: tuple[int, ...],
+                    limit_indices: tuple[int, ...], strides: tuple[int, ...] | None
+                    ) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    starts, limits = list(start_indices), list(limit_indices)
+    starts.insert(bdim, 0)
+    limits.insert(bdim, x.shape[bdim])
+    steps = None if strides is None else [*strides[:bdim], 1, *strides[bdim:]]
+    return slice(x, starts, limits, steps), bdim
+
+
+def _batch_start_indices(starts: Sequence[Any], dims: Sequence[int | None]
+                         ) -> tuple[Any, int | None]:
+    """The scalar starts of a dynamic slice as one index vector (a batch of them, ``[B,
+    n]``, if any start is batched), for the equivalent gather or scatter."""
+    if not starts:
+        return np.array([], "int32"), None
+    size = next((x.shape[d] for x, d in zip(starts, dims) if d is not None), None)
+    if size is None:
+        return concatenate([broadcast(i, (1,)) for i in starts], 0), None
+    return concatenate([broadcast_in_dim(x, (size, 1), (0,) if d is not None else ())
+                        for x, d in zip(starts, dims)], 1), 0
+
+
+def _dynamic_slice_batching(axis_data: Any, vals: list, dims: list, *,
+                            slice_sizes: tuple[int, ...]) -> tuple[Any, int]:
+    """JAX's rule: a dynamic slice is a gather of one window; batch that gather."""
+    (x, *starts), (x_dim, *start_dims) = vals, dims
+    every = tuple(range(len(starts)))
+    index, index_dim = _batch_start_indices(starts, start_dims)
+    return _gather_batching(
+        axis_data, [x, index], [x_dim, index_dim],
+        dimension_numbers=GatherDimensionNumbers(every, (), every), slice_sizes=slice_sizes,
+        unique_indices=True, indices_are_sorted=True, mode=GatherScatterMode.CLIP,
+        fill_value=None)
+
+
+def _dynamic_update_slice_batching(axis_data: Any, vals: list, dims: list
+                                   ) -> tuple[Any, int]:
+    """JAX's rule: a dynamic update slice is a scatter of one window; batch that scatter."""
+    (x, update, *starts), (x_dim, update_dim, *start_dims) = vals, dims
+    every = tuple(range(update.ndim - (update_dim is not None)))
+    index, index_dim = _batch_start_indices(starts, start_dims)
+    numbers = ScatterDimensionNumbers(every, (), every)
+    scatter_window = functools.partial(scatter, dimension_numbers=numbers,
+                                       indices_are_sorted=True, unique_indices=True,
+                                       mode=GatherScatterMode.CLIP)
+    outs, _ = batching.batch_flat(lambda *args: [scatter_window(*args)], axis_data,
+                                  [x, index, update], [x_dim, index_dim, update_dim],
+                                  lambda: [0])
+    return outs[0], 0
+
+
+def _shifted(dims: Sequence[int]) -> tuple[int, ...]:
+    """Dimensions one further along, as NumPy ints (which JAX's jaxprs print so)."""
+    return tuple(np.add(1, dims))
+
+
+def _gather_batching(axis_data: Any, vals: list, dims: list, *,
+                     dimension_numbers: GatherDimensionNumbers, slice_sizes: tuple[int, ...],
+                     unique_indices: bool, indices_are_sorted: bool, mode: GatherScatterMode,
+                     fill_value: Any) -> tuple[Any, int]:
+    """JAX's rule: a batched operand gains a whole-size window dimension in front; batched
+    indices gain a leading batch of windows; both batched pair up as batching dims."""
+    (x, indices), (x_dim, indices_dim) = vals, dims
+    dn = dimension_numbers
+    if indices_dim is None:
+        x = batching.moveaxis(x, x_dim, 0)
+        slice_sizes = (x.shape[0], *slice_sizes)
+        dn = GatherDimensionNumbers((0, *_shifted(dn.offset_dims)),
+                                    _shifted(dn.collapsed_slice_dims),
+                                    _shifted(dn.start_index_map),
+                                    _shifted(dn.operand_batching_dims),
+                                    dn.start_indices_batching_dims)
+    elif x_dim is None:
+        indices = batching.moveaxis(indices, indices_dim, 0)
+        dn = GatherDimensionNumbers(tuple(d + 1 for d in dn.offset_dims),
+                                    dn.collapsed_slice_dims,
+                                    dn.start_index_map, dn.operand_batching_dims,
+                                    _shifted(dn.start_indices_batching_dims))
+        unique_indices = indices_are_sorted = False
+    else:
+        x = batching.moveaxis(x, x_dim, 0)
+        indices = batching.moveaxis(indices, indices_dim, 0)
+        slice_sizes = (0 if x.shape[0] == 0 else 1, *slice_sizes)
+        dn = GatherDimensionNumbers(_shifted(dn.offset_dims), _shifted(dn.collapsed_slice_dims),
+                                    _shifted(dn.start_index_map),
+                                    (0, *_shifted(dn.operand_batching_dims)),
+                                    (0, *_shifted(dn.start_indices_batching_dims)))
+    return gather_p.bind(x, indices, dimension_numbers=dn, slice_sizes=slice_sizes,
+                         unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                         mode=mode, fill_value=fill_value), 0
+
+
+def _scatter_batching(prim: Primitive) -> Callable[..., tuple[Any, int]]:
+    """JAX's rule: operand and updates get the batch axis in front; unbatched indices
+    write the same windows of every example, batched ones pair up as batching dims."""
+    def rule(axis_data: Any, vals: list, dims: list, *,
+             dimension_numbers: ScatterDimensionNumbers, **params: Any) -> tuple[Any, int]:
+        (x, indices, updates), (x_dim, indices_dim, updates_dim) = vals, dims
+        dn = dimension_numbers
+        x = batching.bdim_at_front(x, x_dim, axis_data.size)
+        updates = batching.bdim_at_front(updates, updates_dim, axis_data.size)
+        if indices_dim is None:
+            dn = ScatterDimensionNumbers((0, *_shifted(dn.update_window_dims)),
+                                         _shifted(dn.inserted_window_dims),
+                                         _shifted(dn.scatter_dims_to_operand_dims),
+                                         _shifted(dn.operand_batching_dims),
+                                         dn.scatter_indices_batching_dims)
+        else:
+            indices = batching.bdim_at_front(indices, indices_dim, axis_data.size)
+            dn = ScatterDimensionNumbers(_shifted(dn.update_window_dims),
+                                         _shifted(dn.inserted_window_dims),
+                                         _shifted(dn.scatter_dims_to_operand_dims),
+                                         (0, *_shifted(dn.operand_batching_dims)),
+                                         (0, *_shifted(dn.scatter_indices_batching_dims)))
+        return prim.bind(x, indices, updates, dimension_numbers=dn, **params), 0
+    return rule
+
+
+batching.batching_rules[pad_p] = _pad_batching
+batching.batching_rules[concatenate_p] = _concatenate_batching
+batching.batching_rules[split_p] = _split_batching
+batching.batching_rules[slice_p] = _slice_batching
+batching.batching_rules[dynamic_slice_p] = _dynamic_slice_batching
+batching.batching_rules[dynamic_update_slice_p] = _dynamic_update_slice_batching
+batching.batching_rules[gather_p] = _gather_batching
+for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
+              scatter_max_p):
+    batching.batching_rules[_prim] = _scatter_batching(_prim)

@@ -22,7 +22,7 @@ from minijax import dtypes
 from minijax.compiler import lowering
 from minijax.compiler.stablehlo import TensorType, Typed, Value
 from minijax.core import Primitive, ShapedArray
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.lax.base import ORDERED, check_dtype, operand, transpose_p
 from minijax.lax.shapes import broadcast_in_dim, broadcasted_iota, canonicalize_axes
 from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
@@ -272,3 +272,31 @@ def _top_k_lowering(ctx: lowering.RuleContext, x: Value, *, k: int, axis: int
     if perm is not None:
         outs = [swap(ctx, o, permutation=tuple(perm)) for o in outs]
     return outs
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+
+def _sort_batching(axis_data: Any, vals: list, dims: list, *, dimension: int,
+                   is_stable: bool, num_keys: int) -> tuple[list[Any], list[int]]:
+    """JAX's rule: every operand batched where the first batched one is (unbatched ones
+    broadcast there), then one sort along the example's dimension."""
+    prototype, bdim = next((x, d) for x, d in zip(vals, dims) if d is not None)
+    others = tuple(np.delete(np.arange(prototype.ndim), bdim))
+    xs = [broadcast_in_dim(x, prototype.shape, others) if d is None
+          else batching.moveaxis(x, d, bdim) for x, d in zip(vals, dims)]
+    outs = sort_p.bind(*xs, dimension=dimension + (bdim <= dimension), is_stable=is_stable,
+                       num_keys=num_keys)
+    return outs, [bdim] * len(outs)
+
+
+def _top_k_batching(axis_data: Any, vals: list, dims: list, *, k: int, axis: int
+                    ) -> tuple[list[Any], list[int]]:
+    (x,), (bdim,) = vals, dims
+    return top_k_p.bind(x, k=k, axis=axis + (bdim <= axis)), [bdim, bdim]
+
+
+batching.batching_rules[sort_p] = _sort_batching
+batching.batching_rules[top_k_p] = _top_k_batching

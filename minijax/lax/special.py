@@ -26,7 +26,7 @@ import numpy as np
 from minijax.compiler import lowering
 from minijax.compiler.stablehlo import Value
 from minijax.core import Primitive
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.lax.base import FLOAT, _api, exp, full_like, unary_primitive
 from minijax.lax.elementwise import mul, neg, square
 
@@ -125,6 +125,10 @@ erfc_p = unary_primitive("erfc", _in_float64(_elementwise(math.erfc)), FLOAT)
 erf_inv_p = unary_primitive("erf_inv", _in_float64(_erf_inv64), FLOAT)
 lgamma_p = unary_primitive("lgamma", _in_float64(_elementwise(_lgamma_scalar)), FLOAT)
 digamma_p = unary_primitive("digamma", _in_float64(_digamma64), FLOAT)
+
+# vmap: batching rules
+for _prim in (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p):
+    batching.defvectorized(_prim)
 
 erf = _api(erf_p, "Elementwise error function 2/√π ∫₀ˣ exp(-t²) dt.")
 erfc = _api(erfc_p, "Elementwise complementary error function 1 - erf(x).")

@@ -27,7 +27,7 @@ from minijax.compiler.lowering import (
 )
 from minijax.compiler.stablehlo import Value
 from minijax.core import Primitive, ShapedArray
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import Zero, instantiate
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
@@ -43,7 +43,7 @@ from minijax.jaxpr import (
     pick,
     split_list,
 )
-from minijax.lax.base import convert_element_type, full_like, ne
+from minijax.lax.base import convert_element_type, eq, full_like, ne, select, select_n
 from minijax.lax.control_flow.common import (
     cast_to,
     flatten_operands,
@@ -52,7 +52,7 @@ from minijax.lax.control_flow.common import (
     mismatch_reason,
     typematch,
 )
-from minijax.lax.elementwise import clamp
+from minijax.lax.elementwise import clamp, stop_gradient
 from minijax.lax.shapes import MemorySpace, broadcast_in_dim, empty2_p
 from minijax.tracing import DebugInfo, trace_function, trace_to_jaxpr
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences
@@ -414,3 +414,52 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any,
     names = ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))]  # sic: JAX's
     jaxprs, inputs, out_tree = _trace_branches("switch", names, branches, operands)
     return _bind_cond(index, jaxprs, inputs, out_tree)
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+
+def _cond_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                   branches: tuple[ClosedJaxpr, ...]) -> tuple[list[Any], list[int | None]]:
+    """JAX's rule. A batched index means each example takes its own branch: then every
+    branch runs on the whole batch and ``select_n`` picks each example's result (what
+    that costs: all branches are computed). An unbatched index keeps the ``cond``, with
+    batched branches."""
+    (index, *ops), (index_dim, *op_dims) = vals, dims
+    if index_dim is not None:
+        index, *ops = [batching.bdim_at_front(x, d, axis_data.size) for x, d in zip(vals, dims)]
+        outs = []
+        for i, branch in enumerate(branches):
+            batched, _ = batching.batch_jaxpr_at_front(branch, axis_data, [True] * len(ops),
+                                                       [True] * len(branch.out_avals))
+            chosen = eq(index, np.int32(i))
+            # the other branches' inputs are cut off from differentiation (JAX issue 1052)
+            inputs = [_select_along(chosen, x, stop_gradient(x)) for x in ops]
+            outs.append(eval_closed_jaxpr(batched, *inputs))
+        return [_select_n_along(index, *cases) for cases in zip(*outs)], [0] * len(outs[0])
+    ops_batched = [d is not None for d in op_dims]
+    ops = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(ops, op_dims)]
+    found = [batching.batch_jaxpr_at_front(b, axis_data, ops_batched)[1] for b in branches]
+    out_batched = [any(b) for b in zip(*found)]
+    batched = tuple(batching.batch_jaxpr_at_front(b, axis_data, ops_batched, out_batched)[0]
+                    for b in branches)
+    outs = cond_p.bind(index, *ops, branches=batched)
+    return outs, [0 if b else None for b in out_batched]
+
+
+def _select_along(predicate: Any, on_true: Any, on_false: Any) -> Any:
+    """``select`` with a predicate per example (along the leading axis)."""
+    if predicate.ndim != on_true.ndim:
+        predicate = broadcast_in_dim(predicate, on_true.shape, list(range(predicate.ndim)))
+    return select(predicate, on_true, on_false)
+
+
+def _select_n_along(index: Any, *cases: Any) -> Any:
+    if index.ndim != cases[0].ndim:
+        index = broadcast_in_dim(index, cases[0].shape, [0])
+    return select_n(index, *cases)
+
+
+batching.batching_rules[cond_p] = _cond_batching

@@ -33,7 +33,7 @@ from minijax import core, dtypes, errors
 from minijax.compiler.lowering import Builder, RuleContext, _region, lower_closed_jaxpr, register
 from minijax.compiler.stablehlo import Func, TensorType, Value
 from minijax.core import Primitive, ShapedArray
-from minijax.interpreters import ad
+from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.ad import Zero, instantiate, tangent_aval
 from minijax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
@@ -52,7 +52,15 @@ from minijax.jaxpr import (
     pick,
     split_list,
 )
-from minijax.lax.base import add, broadcast_in_dim, convert_element_type, full_like, lt
+from minijax.lax.base import (
+    add,
+    broadcast_in_dim,
+    convert_element_type,
+    full_like,
+    lt,
+    reduce_op,
+    select,
+)
 from minijax.lax.control_flow.common import (
     cast_to,
     check_carry_type,
@@ -61,6 +69,7 @@ from minijax.lax.control_flow.common import (
     promote_weak_inputs,
     typematch,
 )
+from minijax.lax.reductions import reduce_or
 from minijax.lax.shapes import stack, unstack
 from minijax.tracing import DebugInfo, argument_names, trace_function, trace_to_jaxpr
 from minijax.tree_util import PyTreeDef
@@ -139,10 +148,18 @@ def _while_rule(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, body_jaxpr: Closed
 
 def _while_eager(*args: Any, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
                  cond_nconsts: int, body_nconsts: int) -> list[Any]:
+    """Loop while the predicate holds. A *batched* predicate (``vmap`` of a loop whose
+    condition depends on the example) has one value per example: loop while any holds,
+    and let the examples whose predicate is false keep their carry (as XLA's lowering of
+    JAX's batched while does)."""
     cond_consts, body_consts, carry = split_list(args, cond_nconsts, body_nconsts)
     carry_avals = body_jaxpr.in_avals[body_nconsts:]
-    while bool(eval_closed_jaxpr(cond_jaxpr, *cond_consts, *carry)[0]):  # waits
-        carry = cast_to(eval_closed_jaxpr(body_jaxpr, *body_consts, *carry), carry_avals)
+    pred = eval_closed_jaxpr(cond_jaxpr, *cond_consts, *carry)[0]
+    while bool(reduce_or(pred, tuple(range(pred.ndim))) if pred.ndim else pred):  # waits
+        new = cast_to(eval_closed_jaxpr(body_jaxpr, *body_consts, *carry), carry_avals)
+        carry = [select(broadcast_in_dim(pred, c.shape, tuple(range(pred.ndim))), n, c)
+                 for n, c in zip(new, carry)] if pred.ndim else new
+        pred = eval_closed_jaxpr(cond_jaxpr, *cond_consts, *carry)[0]
     return cast_to(carry, body_jaxpr.out_avals)
 
 
@@ -245,17 +262,35 @@ pe.partial_eval_rules[while_p] = _while_partial_eval
 def _while_lowering(ctx: RuleContext, *args: Value, cond_jaxpr: ClosedJaxpr,
                     body_jaxpr: ClosedJaxpr, cond_nconsts: int, body_nconsts: int
                     ) -> list[Value]:
-    """``stablehlo.while`` carries everything, the constants of both jaxprs included."""
+    """``stablehlo.while`` carries everything, the constants of both jaxprs included.
+
+    A batched predicate (from ``vmap``) holds one boolean per example: the loop runs while
+    any is true, and an example whose predicate is false keeps its carry (a ``select``),
+    as JAX lowers it."""
     b = ctx.b
     types = [a.type for a in args]
 
+    def predicate(r: Builder, carry: list[Value]) -> Value:
+        (pred,) = lower_closed_jaxpr(r, cond_jaxpr, carry[:cond_nconsts]
+                                     + carry[cond_nconsts + body_nconsts:])
+        return pred
+
     def cond(r: Builder, carry: list[Value]) -> list[Value]:
-        return lower_closed_jaxpr(r, cond_jaxpr, carry[:cond_nconsts]
-                                  + carry[cond_nconsts + body_nconsts:])
+        pred = predicate(r, carry)
+        if not pred.type.shape:
+            return [pred]
+        return reduce_op(r, [pred], [r.constant(np.bool_(False))], "stablehlo.or",
+                         range(len(pred.type.shape)))
 
     def body(r: Builder, carry: list[Value]) -> list[Value]:
         consts = carry[cond_nconsts:cond_nconsts + body_nconsts]
-        outs = lower_closed_jaxpr(r, body_jaxpr, consts + carry[cond_nconsts + body_nconsts:])
+        old = carry[cond_nconsts + body_nconsts:]
+        outs = lower_closed_jaxpr(r, body_jaxpr, consts + old)
+        if cond_jaxpr.out_avals[0].shape:
+            pred = predicate(r, carry)
+            dims = range(len(pred.type.shape))
+            outs = [r.select(r.broadcast(pred, new.type.shape, dims), new, x)
+                    for new, x in zip(outs, old)]
         return carry[:cond_nconsts + body_nconsts] + outs
 
     op = b.op("stablehlo.while", args, types, {}, [_region(b, types, cond),
@@ -851,3 +886,82 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
                                   "not have yet")
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)
     return ys
+
+
+# ---------------------------------------------------------------------------------------
+# vmap: batching rules
+# ---------------------------------------------------------------------------------------
+
+
+def _batched_carry(body: ClosedJaxpr, axis_data: batching.AxisData, consts_batched: list[bool],
+                   carry_batched: list[bool], xs_batched: Sequence[bool] = ()) -> list[bool]:
+    """Which carries are batched: those batched on the way in, and those the body makes
+    batched, until nothing changes (each round adds one at least)."""
+    for _ in range(len(carry_batched) + 1):
+        _, outs = batching.batch_jaxpr_at_front(body, axis_data,
+                                                [*consts_batched, *carry_batched, *xs_batched])
+        now = [a or b for a, b in zip(carry_batched, outs)]
+        if now == carry_batched:
+            return carry_batched
+        carry_batched = now
+    raise AssertionError("the batched carry reached no fixpoint")
+
+
+def _while_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                    cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
+                    body_nconsts: int) -> tuple[list[Any], list[int | None]]:
+    """JAX's rule. If the predicate is batched (examples stop at different times), every
+    carry is batched along axis 0 and the loop runs until no example wants more, each
+    keeping its carry once its predicate is false (see the eager rule). Otherwise batched
+    carries go right after the predicate's own batch axes, if it has any (a loop vmapped
+    twice)."""
+    cconst_dims, bconst_dims, init_dims = split_list(dims, cond_nconsts, body_nconsts)
+    cconsts, bconsts, init = split_list(vals, cond_nconsts, body_nconsts)
+    carry_batched = _batched_carry(body_jaxpr, axis_data, [d is not None for d in bconst_dims],
+                                   [d is not None for d in init_dims])
+    (pred_dim,) = batching.batch_jaxpr(cond_jaxpr, axis_data,
+                                       cconst_dims + [0 if b else None for b in carry_batched]
+                                       )[1]
+    if pred_dim is not None:
+        carry_dims: list[int | None] = [0] * len(init)
+    else:
+        rank = cond_jaxpr.out_avals[0].ndim
+        carry_dims = [rank if b else None for b in carry_batched]
+    body, _ = batching.batch_jaxpr(body_jaxpr, axis_data, bconst_dims + carry_dims, carry_dims)
+    cond, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, cconst_dims + carry_dims,
+                                   [None if pred_dim is None else 0])
+    init = [x if new is None else batching.matchaxis(axis_data, old, new, x)
+            for x, old, new in zip(init, init_dims, carry_dims)]
+    outs = while_p.bind(*cconsts, *bconsts, *init, cond_jaxpr=cond, body_jaxpr=body,
+                        cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+    return outs, carry_dims
+
+
+def _scan_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
+                   jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, **params: Any
+                   ) -> tuple[list[Any], list[int | None]]:
+    """JAX's rule: batched consts and carries along axis 0, batched ``xs`` along axis 1
+    (their slices are then batched along 0), and so the stacked ``ys`` along axis 1."""
+    const_dims, init_dims, xs_dims = split_list(dims, num_consts, num_carry)
+    consts, init, xs = split_list(vals, num_consts, num_carry)
+    consts_batched = [d is not None for d in const_dims]
+    xs_batched = [d is not None for d in xs_dims]
+    carry_batched = _batched_carry(jaxpr, axis_data, consts_batched,
+                                   [d is not None for d in init_dims], xs_batched)
+    in_batched = consts_batched + carry_batched + xs_batched
+    found = batching.batch_jaxpr_at_front(jaxpr, axis_data, in_batched)[1]
+    ys_batched = found[num_carry:]
+    body, _ = batching.batch_jaxpr_at_front(jaxpr, axis_data, in_batched,
+                                            carry_batched + ys_batched)
+    consts = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(consts, const_dims)]
+    init = [batching.matchaxis(axis_data, d, 0, x) if b else x
+            for x, d, b in zip(init, init_dims, carry_batched)]
+    xs = [x if d is None else batching.moveaxis(x, d, 1) for x, d in zip(xs, xs_dims)]
+    outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, num_consts=num_consts,
+                       num_carry=num_carry, **params)
+    return outs, ([0 if b else None for b in carry_batched]
+                  + [1 if b else None for b in ys_batched])
+
+
+batching.batching_rules[while_p] = _while_batching
+batching.batching_rules[scan_p] = _scan_batching
