@@ -21,25 +21,16 @@ from typing import Any
 import numpy as np
 
 from minijax import core, dtypes, lax
-from minijax.array import Array, is_jax_value
-from minijax.core import ShapedArray, Tracer
+from minijax.array import is_jax_value
+from minijax.core import ShapedArray
 from minijax.errors import check_callable
 from minijax.interpreters import ad
 from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangent_aval
 from minijax.interpreters.partial_eval import PartialEvalTrace, without_dead_code
 from minijax.interpreters.transpose import backward_pass
 from minijax.jaxpr import ClosedJaxpr
-from minijax.runtime import host_to_array, put_numpy
+from minijax.runtime import as_jax_value, put_numpy
 from minijax.tree_util import PyTreeDef, tree_flatten, tree_map, tree_structure, tree_unflatten
-
-
-def _as_value(x: Any) -> Any:
-    """An array for ``x``; JAX's TypeError if it is no array (a string in a pytree...)."""
-    if isinstance(x, (Array, Tracer)):
-        return x
-    if not is_jax_value(x):
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
-    return host_to_array(x)
 
 
 class _FlatFunction:
@@ -60,7 +51,7 @@ class _FlatFunction:
             out, aux = out
             self.aux = tree_map(_primal_of_current_trace(), aux)
         flat, self.out_tree = tree_flatten(out)
-        return [_as_value(x) for x in flat]
+        return [as_jax_value(x) for x in flat]
 
 
 def _primal_of_current_trace() -> Callable[[Any], Any]:
@@ -85,7 +76,7 @@ def _zeros_for(aval: ShapedArray) -> Any:
 
 def _check_jvp_args(primals: Sequence[Any], tangents: Sequence[Any]) -> None:
     for p, t in zip(primals, tangents):
-        p_aval, t_aval = core.get_aval(_as_value(p)), _tangent_type(t)
+        p_aval, t_aval = core.get_aval(as_jax_value(p)), _tangent_type(t)
         expected = tangent_aval(p_aval)
         if t_aval.dtype != expected.dtype:
             raise TypeError(
@@ -105,7 +96,7 @@ def _check_jvp_args(primals: Sequence[Any], tangents: Sequence[Any]) -> None:
 def _tangent_type(t: Any) -> ShapedArray:
     if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
         return ShapedArray(t.shape, dtypes.float0)
-    return core.get_aval(_as_value(t))
+    return core.get_aval(as_jax_value(t))
 
 
 def _dtype_name(dt: np.dtype) -> str:
@@ -130,9 +121,9 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
                         f"structure; primals have tree structure {in_tree} whereas tangents "
                         f"have tree structure {t_tree}.")
     _check_jvp_args(flat_p, flat_t)
-    tangent_in = [t if is_differentiable(core.get_aval(_as_value(p))) else Zero.like(
-        _as_value(p)) for p, t in zip(flat_p, flat_t)]
-    tangent_in = [t if type(t) is Zero else _as_value(t) for t in tangent_in]
+    tangent_in = [t if is_differentiable(core.get_aval(as_jax_value(p))) else Zero.like(
+        as_jax_value(p)) for p, t in zip(flat_p, flat_t)]
+    tangent_in = [t if type(t) is Zero else as_jax_value(t) for t in tangent_in]
     flat_fun = _FlatFunction(fun, in_tree, has_aux)
     out_p, out_t = ad.jvp_flat(flat_fun, flat_p, tangent_in)
     out_t = [instantiate(t) for t in out_t]
@@ -171,7 +162,7 @@ def linearize_flat(fun: Callable[..., list[Any]], primals: Sequence[Any]) -> Lin
     """Forward mode with unknown tangents under partial evaluation: primal values are
     computed now, tangent computations are recorded as a linear jaxpr."""
     parent = core.current_trace()
-    primals = [_as_value(p) for p in primals]
+    primals = [as_jax_value(p) for p in primals]
     avals = [core.get_aval(p) for p in primals]
     in_mask = [is_differentiable(a) for a in avals]
     pe = PartialEvalTrace(parent)
@@ -220,7 +211,7 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable[..., Any]]:
                     f"original primal values:\nGot tangent aval {got.str_long()} for primal "
                     f"aval {aval.strip_weak_type().str_long()} but expected "
                     f"{expected.strip_weak_type().str_long()}.")
-        ts = [_as_value(t) for t, d in zip(flat_t, lin.in_mask) if d]
+        ts = [as_jax_value(t) for t, d in zip(flat_t, lin.in_mask) if d]
         outs = iter(_eval_linear(lin.jaxpr, ts))
         return tree_unflatten(out_tree, [next(outs) if d else _zeros_for(core.get_aval(p))
                                          for p, d in zip(lin.primals_out, lin.out_mask)])
@@ -237,7 +228,7 @@ def _eval_linear(jaxpr: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
 def _check_cotangent(ct: Any, primal: Any) -> Any:
     if not is_differentiable(core.get_aval(primal)):
         return ct  # not transposed: JAX accepts anything (float0 zeros, ints, floats)
-    ct = _as_value(ct)
+    ct = as_jax_value(ct)
     expected = tangent_aval(core.get_aval(primal))
     if ct.shape != expected.shape or ct.dtype != expected.dtype:
         raise ValueError(
@@ -300,7 +291,7 @@ def _check_input_dtypes(name: str, args: Any, allow_int: bool, holomorphic: bool
     for leaf in tree_flatten(args)[0]:
         if not is_jax_value(leaf):  # JAX's message (with a full stop, unlike _as_value's)
             raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX type.")
-        dt = core.get_aval(_as_value(leaf)).dtype
+        dt = core.get_aval(as_jax_value(leaf)).dtype
         if holomorphic and not dtypes.issubdtype(dt, np.complexfloating):
             raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
                             f"dtype, but got {dt.name}.")
@@ -315,7 +306,7 @@ def _check_scalar_output(out: Any, holomorphic: bool) -> None:
     structure = tree_structure(out)
     if structure.num_nodes != 1 or structure.num_leaves != 1:  # a tuple, a dict, None...
         raise TypeError(f"Gradient only defined for scalar-output functions. Output was {out}.")
-    aval = core.get_aval(_as_value(out))
+    aval = core.get_aval(as_jax_value(out))
     if aval.shape:
         raise TypeError("Gradient only defined for scalar-output functions. Output had "
                         f"shape: {aval.shape}.")
@@ -367,7 +358,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         out = vjp(f, *dyn, has_aux=has_aux)
         value, vjp_fun = out[0], out[1]
         _check_scalar_output(value, holomorphic)
-        grads = vjp_fun(lax.full_like(_as_value(value), 1))
+        grads = vjp_fun(lax.full_like(as_jax_value(value), 1))
         grads = grads[0] if isinstance(argnums, int) else grads
         return ((value, out[2]), grads) if has_aux else (value, grads)
 
@@ -430,7 +421,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         dyn, rebuild = _split_args(args, nums)
         dyn = dyn[0] if isinstance(argnums, int) else tuple(dyn)
         flat_in, in_tree = tree_flatten(dyn)
-        flat_in = [_as_value(x) for x in flat_in]
+        flat_in = [as_jax_value(x) for x in flat_in]
         _check_real_inputs("jacfwd", flat_in, holomorphic)
         f = _dyn_function(fun, rebuild, kwargs, isinstance(argnums, int))
         columns: list[list[list[Any]]] = []  # [input leaf][direction][output leaf]
@@ -500,7 +491,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         res = vjp(f, dyn, has_aux=has_aux)
         out, vjp_fun = res[0], res[1]
         flat_out, out_tree = tree_flatten(out)
-        flat_out = [_as_value(o) for o in flat_out]
+        flat_out = [as_jax_value(o) for o in flat_out]
         if not holomorphic:
             for y in flat_out:
                 _check_real_output("jacrev", core.get_aval(y))
@@ -524,7 +515,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 def _empty_block(y: Any, x: Any) -> Any:
     from minijax.numpy import zeros
 
-    return zeros(core.get_aval(y).shape + core.get_aval(_as_value(x)).shape)
+    return zeros(core.get_aval(y).shape + core.get_aval(as_jax_value(x)).shape)
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from minijax import core, dtypes, errors
-from minijax.array import Array
+from minijax.array import Array, is_jax_value
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 
 # ---------------------------------------------------------------------------------------
@@ -389,6 +389,17 @@ def host_to_array(x: Any) -> Array:
     if not array.ndim:  # a host scalar: a literal in jaxprs (a Python number as written)
         core.note_host_scalar(array, x if type(x) in (bool, int, float, complex) else None)
     return array
+
+
+def as_jax_value(x: Any) -> Any:
+    """An array for an argument of a transformation (``grad``, ``vmap``, ...): arrays and
+    tracers as they are, Python and NumPy values converted, anything else (a string in a
+    pytree) JAX's TypeError."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if not is_jax_value(x):
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+    return host_to_array(x)
 
 
 def _host_array_constant(x: np.ndarray) -> Array:

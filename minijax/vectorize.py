@@ -23,7 +23,7 @@ from minijax.array import Array, is_jax_value
 from minijax.core import Tracer
 from minijax.errors import check_callable
 from minijax.interpreters import batching
-from minijax.runtime import host_to_array
+from minijax.runtime import as_jax_value, host_to_array
 from minijax.tree_util import (
     PyTreeDef,
     keystr,
@@ -67,7 +67,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                              f"len(args)={len(args)}")
         leaves, in_tree = tree_flatten((args, kwargs))
         dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True)
-        leaves = [x if d is None else _as_value(x) for x, d in zip(leaves, dims)]
+        leaves = [x if d is None else as_jax_value(x) for x, d in zip(leaves, dims)]
         size = _mapped_axis_size(fun, in_tree, leaves, dims, axis_size)
         dims = [None if d is None else d % x.ndim for x, d in zip(leaves, dims)]
         out_tree: list[PyTreeDef] = []
@@ -93,14 +93,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 
     return vmap_f
 
-
-def _as_value(x: Any) -> Any:
-    """A mapped argument as an array: Python and NumPy values are converted."""
-    if isinstance(x, (Array, Tracer)):
-        return x
-    if not is_jax_value(x):
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
-    return host_to_array(x)
 
 
 def _check_output(x: Any) -> Any:
