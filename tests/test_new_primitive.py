@@ -24,6 +24,9 @@ from minijax.compiler import lowering, numpy_backend, xla_backend
 from minijax.compiler.stablehlo import print_module
 from minijax.core import Primitive
 from minijax.lax.base import INEXACT, defjvp, operand, unary_rule
+from tests.oracle import tolerances
+
+F32 = dict(zip(("rtol", "atol"), tolerances("float32")))  # the dtype's precision
 
 cube_p = Primitive("cube")
 cube_p.def_impl(lambda x: x * x * x)
@@ -58,7 +61,7 @@ def test_minijax_itself_knows_nothing_of_cube() -> None:
 def test_eager() -> None:
     out = cube(X)
     assert out.dtype == np.float32 and out.shape == (4,)
-    np.testing.assert_allclose(np.asarray(out), X ** 3, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out), X ** 3, **F32)
 
 
 def test_shape_rule_checks_dtypes_as_lax_does() -> None:
@@ -74,7 +77,7 @@ def test_jaxpr_shows_the_primitive() -> None:
 
 def test_jit_on_the_numpy_backend() -> None:
     out = minijax.jit(lambda x: cube(x) * 2.0)(X)
-    np.testing.assert_allclose(np.asarray(out), 2 * X ** 3, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out), 2 * X ** 3, **F32)
 
 
 def _lowered(fun, *args) -> str:
@@ -86,13 +89,13 @@ def test_lowering_is_stablehlo_the_numpy_backend_parses() -> None:
     assert text.count("stablehlo.multiply") == 2
     # The NumPy backend compiles from the text: it must parse back.
     (out,) = numpy_backend.compile(text)(X)
-    np.testing.assert_allclose(out, X ** 3, rtol=1e-6)
+    np.testing.assert_allclose(out, X ** 3, **F32)
 
 
 @pytest.mark.skipif(not xla_backend.available(), reason="no usable JAX")
 def test_real_xla_accepts_the_lowering() -> None:
     (out,) = xla_backend.compile(_lowered(cube, X))(X)
-    np.testing.assert_allclose(out, X ** 3, rtol=1e-6)
+    np.testing.assert_allclose(out, X ** 3, **F32)
 
 
 @pytest.mark.skipif(not xla_backend.available(), reason="no usable JAX")
@@ -108,19 +111,19 @@ def test_jit_on_the_xla_backend(monkeypatch: pytest.MonkeyPatch) -> None:
                         jit_module.Backend(compile_module, xla_backend.compile))
     out = minijax.jit(lambda x: cube(x) - x)(X)
     assert compiled, "jit did not compile through the XLA backend"
-    np.testing.assert_allclose(np.asarray(out), X ** 3 - X, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out), X ** 3 - X, **F32)
 
 
 def test_grad() -> None:
     g = minijax.grad(lambda x: cube(x).sum())(X)
-    np.testing.assert_allclose(np.asarray(g), 3 * X ** 2, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g), 3 * X ** 2, **F32)
 
 
 def test_grad_of_grad() -> None:
     d2 = minijax.grad(lambda x: minijax.grad(lambda y: cube(y).sum())(x).sum())(X)
-    np.testing.assert_allclose(np.asarray(d2), 6 * X, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(d2), 6 * X, **F32)
 
 
 def test_grad_under_jit() -> None:
     g = minijax.jit(minijax.grad(lambda x: cube(x).sum()))(X)
-    np.testing.assert_allclose(np.asarray(g), 3 * X ** 2, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g), 3 * X ** 2, **F32)
