@@ -863,6 +863,8 @@ def _convert_kernel(x: np.ndarray, new_dtype: np.dtype, weak_type: bool) -> np.n
     if x.dtype.kind == "f" or x.dtype == dtypes.bfloat16:
         if new_dtype.kind in "iu":
             info = np.iinfo(new_dtype)
+            if x.size == 0 or (info.min <= x.min() and x.max() < info.max):
+                return x.astype(new_dtype)  # every value in range (no NaN): a plain cast
             x = np.clip(np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0)), info.min, info.max)
             # a 64-bit maximum is no float64: it rounds up to 2**63 (or 2**64), out of range
             high = x >= float(info.max)
