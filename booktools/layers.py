@@ -27,7 +27,7 @@ LAYERS: dict[str, list[str]] = {
         "compiler.lowering", "compiler.jit", "compiler.stages",
     ],
     "primitives": [
-        "lax.base", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg",
+        "lax.base", "lax.cpu_math", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg",
         "lax.slicing", "lax.sorting", "lax.special", "lax.convolution", "lax.parallel",
     ],
     "api": ["autodiff", "api", "vectorize"],

@@ -268,23 +268,10 @@ _ROUNDED_IN_COMPLEX = set("""lax.mul lax.div lax.sqrt lax.square lax.sign lax.ab
 COMPLEX_ULPS = 4
 
 
-def _gaps(names: str, dtypes: tuple[str, ...] = COMPLEX) -> dict[str, tuple[str, ...]]:
-    return dict.fromkeys(names.split(), dtypes)
-
-
 # Where minijax still differs from JAX, and why (the sweeps check that each case still
-# differs, so that this list stays true). Mostly complex numbers: XLA computes most complex
-# functions with formulas of its own, eagerly and under jit, where minijax calls NumPy's
-# C99 ones.
-KNOWN_GAPS: dict[str, tuple[str, ...]] = {
-    # x ** y by XLA's formula r^c e^(-d theta) (cos q + i sin q), which minijax follows, but
-    # in float32 it is ill-conditioned at |y| = 100 (q = c theta + d log r is large) and the
-    # last bits of XLA's own float32 sin, cos, log and atan2 show: (1+1j) ** 100 has the
-    # imaginary part 6.9e9 here, -1.7e9 in JAX (the true value is 0)
-    **_gaps("lax.pow jnp.power jnp.float_power", ("complex64",)),
-    # atan2 of complex numbers by XLA's formula (3.1415925 where NumPy gives pi)
-    **_gaps("lax.atan2 jnp.arctan2"),
-}
+# differs, so that this list stays true): none today. An entry maps an operation's name
+# to its dtypes, ``"lax.pow": ("complex64",)``, under a comment saying why.
+KNOWN_GAPS: dict[str, tuple[str, ...]] = {}
 
 
 def known_gap(op: Op, dtype: str) -> bool:

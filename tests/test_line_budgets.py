@@ -18,7 +18,7 @@ BUDGETS = {
     "utilities": 1_121,
     "core": 2_357,
     "transformations": 4_363,
-    "primitives": 7_178,
+    "primitives": 7_425,
     "api": 881,
     "breadth": 10_675,
     "backends": 2_288,

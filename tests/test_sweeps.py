@@ -370,3 +370,31 @@ def test_complex_trigonometry_overflow_as_xla(jitted: bool) -> None:
     assert complex(sinh[0]) == complex(inf, 0)
     assert complex(sinh[1]).real == -inf
     assert complex(sinh[1]).imag == pytest.approx(-1.17501505e36, rel=1e-6)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_complex_pow_and_atan2_as_xla(jitted: bool) -> None:
+    """Where complex64 pow is ill-conditioned ((1+1j) ** 100 has the imaginary part 0 in
+    exact arithmetic; q = 100 θ is large) and on atan2's branch cut (its real part is
+    +-pi by the sign of a rounding error), only XLA's steps with XLA's roundings give
+    JAX's answer: minijax gave 6.9e9 (NumPy's float32 atan2(1, 1) is an ulp below pi/4),
+    and +pi or 3.1415927 with the wrong sign. The values are JAX's."""
+    lax = minijax.lax
+    c64 = jnp.complex64
+
+    def fun(z: minijax.Array, y: minijax.Array, p: minijax.Array, q: minijax.Array) -> tuple:
+        return lax.pow(z, y), lax.atan2(p, q)
+
+    power, angle = (minijax.jit(fun) if jitted else fun)(
+        jnp.array([1 + 1j, np.pi, -1.5j], c64), jnp.array([100, 100j, 100 + 1j], c64),
+        jnp.array([0j, 0j, 1 + 1j], c64), jnp.array([-1 - 1.5j, -1.5 + np.pi * 1j, -1 + 1j], c64))
+    assert _parts(power) == [("-1125897960685568.0", "-1655423360.0"),
+                             ("0.19391128420829773", "0.9810190796852112"),
+                             ("1.7971880394835886e+18", "7.714188698761298e+17")]
+    assert _parts(angle) == [("-3.141592502593994", "-1.1920928244535389e-07"),
+                             ("3.141592502593994", "0.0"), ("nan", "-inf")]
+    with sweeps.x64_for("complex128", minijax.config):
+        angle = (minijax.jit(lax.atan2) if jitted else lax.atan2)(
+            jnp.zeros(2, jnp.complex128), jnp.array([-1 - 1.5j, -1 + np.pi * 1j]))
+        assert _parts(angle) == [("-3.141592653589793", "-2.2204460492503128e-16"),
+                                 ("-3.141592653589793", "-0.0")]

@@ -33,6 +33,7 @@ from minijax.interpreters.ad import (
     tangent_aval,
 )
 from minijax.interpreters.transpose import deftranspose, is_undefined, transpose_rules
+from minijax.lax import cpu_math
 from minijax.lax.base import (
     FLOAT,
     INEXACT,
@@ -285,10 +286,29 @@ def _clz(x: np.ndarray) -> np.ndarray:
 
 
 def _atan2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """The angle of the point (y, x); for complex numbers, -i log((y + ix) / sqrt(x² + y²))."""
-    if x.dtype.kind != "c":
-        return np.arctan2(x, y).astype(x.dtype, copy=False)
-    return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(x.dtype, copy=False)
+    """The angle of the point (y, x), float32 as the C library computes it (XLA calls it);
+    complex numbers by XLA's formula (:func:`_complex_atan2`)."""
+    if x.dtype.kind == "c":
+        return _complex_atan2(x, y)
+    return cpu_math.atan2(x, y).astype(x.dtype, copy=False)
+
+
+def _complex_atan2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """-i log((y + ix) / sqrt(x² + y²)), each complex step as XLA computes it in the
+    parts' precision (see :mod:`~minijax.lax.cpu_math`): on the branch cut (x = 0, y
+    left of the imaginary axis) the result is +-pi by the sign of a rounding error."""
+    (a, b), (c, d) = (x.real, x.imag), (y.real, y.imag)
+    with np.errstate(all="ignore"):
+        root = cpu_math.complex_sqrt(_square_real(c, d) + _square_real(a, b),
+                                     2 * (d * c) + 2 * (b * a))
+        ratio = cpu_math.complex_divide(c + (a * 0 - b), d + (a + b * 0), *root)
+        log_abs, angle = cpu_math.log(cpu_math.hypot(*ratio)), cpu_math.atan2(*ratio[::-1])
+        return _complex(log_abs * 0 + angle, -log_abs + angle * 0).astype(x.dtype, copy=False)
+
+
+def _square_real(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The real part of (a + bi)², a² - b², with a² fused into the subtraction."""
+    return cpu_math.fma(a, a, -(b * b))
 
 
 def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -302,19 +322,25 @@ def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _complex_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """XLA's formula, in the parts' precision: with x = a + bi, y = c + di, r² = a² + b²
-    and θ = atan2(b, a), x ** y = r^c e^(-dθ) (cos q + i sin q), q = cθ + d log r. Of a
-    zero x: 1 if y is 0, 0 if y is a positive real, else NaN (NumPy gives 0 of any y
-    with a positive real part)."""
+    """XLA's formula, step by step in the parts' precision (see
+    :mod:`~minijax.lax.cpu_math`): with x = a + bi, y = c + di, r = |x| and
+    θ = atan2(b, a), x ** y = r^c e^(-dθ) (cos q + i sin q), q = cθ + d log r. Exact
+    first: x ** 0 and 1 ** y are 1; of a real y, 0 ** y is 0 (1 if y is 0) if y > 0 (NaN
+    if y < 0), and inf ** y is inf if y > 0, 0 if y < 0."""
     (a, b), (c, d) = (x.real, x.imag), (y.real, y.imag)
-    half = a.dtype.type(0.5)
-    square, theta = a * a + b * b, np.arctan2(b, a)
     with np.errstate(all="ignore"):
-        scale = np.power(square, c * half) * np.exp(-d * theta)
-        q = c * theta + half * d * np.log(square)
-        out = _complex(scale * np.cos(q), scale * np.sin(q))
-    of_zero = np.where(y == 0, 1, np.where((d == 0) & (c > 0), 0, np.nan)).astype(a.dtype)
-    return np.where(x == 0, _complex(of_zero, of_zero * 0), out).astype(x.dtype, copy=False)
+        r, theta = cpu_math.hypot(a, b), cpu_math.atan2(b, a)
+        scale = (cpu_math.in_float64(np.exp, theta * -d)
+                 * cpu_math.in_float64(np.power, r, c))
+        q = cpu_math.fma(c, theta, d * cpu_math.log(r))
+        out = _complex(scale * cpu_math.in_float64(np.cos, q),
+                       scale * cpu_math.in_float64(np.sin, q))
+    real_y, real_inf = d == 0, (a == np.inf) & (b == 0) & (d == 0)
+    exact = (((r == 0) & real_y & (c >= 0), np.where(c == 0, 1, 0)), (real_y & (c == 0), 1),
+             ((a == 1) & (b == 0), 1), (real_inf & (c > 0), np.inf), (real_inf & (c < 0), 0))
+    for where, value in exact:
+        out = np.where(where, np.asarray(value).astype(x.dtype), out)
+    return out.astype(x.dtype, copy=False)
 
 
 def _pow_rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
