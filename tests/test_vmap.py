@@ -366,6 +366,8 @@ COMPOSITIONS = {
         i, [n.jnp.sin, n.jnp.cos, n.jnp.tanh], a)), (np.array([2, 0], np.int32), X)),
     "grad_vmap_cond": (lambda n: n.jax.grad(lambda a: n.jax.vmap(
         lambda r: n.lax.cond(r.sum() > 0, n.jnp.sin, n.jnp.cos, r))(a).sum()), (X,)),
+    "grad_vmap_cond_elementwise": (lambda n: n.jax.grad(lambda a: n.jax.vmap(
+        lambda v: n.lax.cond(v > 0, n.jnp.sin, n.jnp.cos, v))(a).sum()), (V,)),
     "while_batched_predicate": (lambda n: n.jax.vmap(lambda a: n.lax.while_loop(
         lambda c: c.sum() < 10, lambda c: c * 2 + 0.1, a)), (X,)),
     "while_unbatched_predicate": (lambda n: n.jax.vmap(lambda a: n.lax.while_loop(
@@ -393,12 +395,31 @@ def test_compositions_match_jax(name):
     check_program(lambda n: fun(n)(*args))
 
 
-# Programs whose jaxprs print as JAX's. (grad_vmap_cond is not among them: the transpose
-# of select_n with an int32 index differs, which is not vmap's doing.)
-@pytest.mark.parametrize("name", sorted(set(COMPOSITIONS) - {"grad_vmap_cond"}))
+@pytest.mark.parametrize("name", COMPOSITIONS)
 def test_composition_jaxprs(name):
     fun, args = COMPOSITIONS[name]
     check_jaxpr(fun, *args)
+
+
+# select_n's JVP and transpose (a batched cond becomes a select_n on an int32 index)
+SELECT_GRADS = {
+    "bool_which": lambda n: lambda a: n.lax.select(a > 0, a * 2, a * 3).sum(),
+    "int_which_three_cases": lambda n: lambda a: n.lax.select_n(
+        n.jnp.int32(1), a * 2, a, a * 4).sum(),
+    "one_case_constant": lambda n: lambda a: n.lax.select_n(a > 0, 2.0 * n.jnp.ones(3), a).sum(),
+    "constant_which": lambda n: lambda a: n.lax.select(True, a, a * 3).sum(),
+}
+
+
+@pytest.mark.parametrize("name", SELECT_GRADS)
+def test_select_n_gradient_jaxprs(name):
+    check_program(lambda n: n.jax.grad(SELECT_GRADS[name](n))(V))
+    check_jaxpr(lambda n: n.jax.grad(SELECT_GRADS[name](n)), V)
+
+
+def test_select_n_gradient_of_two_linear_cases():
+    check_jaxpr(lambda n: n.jax.grad(lambda a, b: n.lax.select(a > 0, a, b).sum(),
+                                     argnums=(0, 1)), V, -V)
 
 
 def test_vmap_of_jit_batches_the_body_once():
