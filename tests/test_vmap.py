@@ -72,7 +72,28 @@ API_PROGRAMS = {
                                    in_axes=(None, 0))(V, X),
     "nested_in_axes_1": lambda n: n.jax.vmap(n.jax.vmap(n.jnp.dot, in_axes=(None, 1)),
                                              in_axes=(0, None))(X, M),
+    # spmd_axis_name shards over mesh axes: on one device it changes nothing
+    "spmd_axis_name": lambda n: n.jax.vmap(n.jnp.sin, spmd_axis_name="x")(X),
+    "spmd_axis_name_tuple": lambda n: n.jax.vmap(lambda a: a @ a.T, in_axes=1,
+                                                 spmd_axis_name=("x", "y"))(X),
+    "spmd_axis_name_and_axis_name": lambda n: n.jax.vmap(
+        lambda a: n.lax.psum(a, "i"), axis_name="i", spmd_axis_name="i")(X),
+    "spmd_axis_name_nested": lambda n: n.jax.vmap(n.jax.vmap(n.jnp.cos, spmd_axis_name="x"),
+                                                  spmd_axis_name="x")(X),
 }
+
+
+SPMD_JAXPRS = {
+    "sum": lambda n: n.jax.vmap(lambda a: a.sum(), spmd_axis_name="x"),
+    "out_axes_1": lambda n: n.jax.vmap(lambda a: a * 2, in_axes=1, spmd_axis_name=("x",)),
+    "jit_inside": lambda n: n.jax.vmap(n.jax.jit(n.jnp.sin), spmd_axis_name="x"),
+    "grad": lambda n: n.jax.grad(lambda a: n.jax.vmap(n.jnp.sin, spmd_axis_name="x")(a).sum()),
+}
+
+
+@pytest.mark.parametrize("name", SPMD_JAXPRS)
+def test_spmd_axis_name_jaxprs_match_jax(name):
+    check_jaxpr(SPMD_JAXPRS[name], X)
 
 
 @pytest.mark.parametrize("name", API_PROGRAMS)
@@ -112,6 +133,12 @@ ERROR_PROGRAMS = {
     "string_argument": lambda n: n.jax.vmap(lambda a: a)("s"),
     "string_output": lambda n: n.jax.vmap(lambda a: "s")(X),
     "bool_conversion": lambda n: n.jax.vmap(lambda a: a if a.sum() > 0 else -a)(X),
+    "spmd_axis_name_list": lambda n: n.jax.vmap(n.jnp.sin, spmd_axis_name=["x"])(X),
+    "spmd_axis_name_dict": lambda n: n.jax.vmap(n.jnp.sin, spmd_axis_name={"x": 1})(X),
+    "spmd_axis_name_sizes_first": lambda n: n.jax.vmap(lambda a, b: a, spmd_axis_name=["x"])(
+        X, V),
+    "spmd_axis_name_is_no_axis_name": lambda n: n.jax.vmap(lambda a: n.lax.psum(a, "x"),
+                                                           spmd_axis_name="x")(X),
 }
 
 
