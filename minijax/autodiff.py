@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes, lax
+from minijax import core, dtypes, vectorize
 from minijax.array import is_jax_value
 from minijax.core import ShapedArray
 from minijax.errors import check_callable
@@ -29,8 +29,17 @@ from minijax.interpreters.ad import Zero, instantiate, is_differentiable, tangen
 from minijax.interpreters.partial_eval import PartialEvalTrace, without_dead_code
 from minijax.interpreters.transpose import backward_pass
 from minijax.jaxpr import ClosedJaxpr
-from minijax.runtime import as_jax_value, put_numpy
-from minijax.tree_util import PyTreeDef, tree_flatten, tree_map, tree_structure, tree_unflatten
+from minijax.lax import base, elementwise, shapes, slicing
+from minijax.runtime import as_jax_value
+from minijax.tree_util import (
+    PyTreeDef,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_transpose,
+    tree_unflatten,
+)
 
 
 class _FlatFunction:
@@ -145,7 +154,7 @@ class Linearization:
         self.primals_out = primals_out
         self.jaxpr = jaxpr
         self.in_mask = in_mask  # which inputs are differentiable (have a jaxpr input)
-        self.out_mask = out_mask  # which outputs are differentiable (have a jaxpr output)
+        self.out_mask = out_mask  # which outputs have a jaxpr output (not a symbolic zero)
         self.in_avals = in_avals
 
     def transpose(self, cotangents_out: Sequence[Any]) -> list[Any]:
@@ -171,7 +180,8 @@ def linearize_flat(fun: Callable[..., list[Any]], primals: Sequence[Any]) -> Lin
                     for a, diff in zip(avals, in_mask)]
         primals_out, tangents_out = ad.jvp_flat(fun, primals, tangents, rule_trace=pe)
         _check_known(pe, primals_out)
-        out_mask = [is_differentiable(core.get_aval(p)) for p in primals_out]
+        out_mask = [is_differentiable(core.get_aval(p)) and type(t) is not Zero
+                    for p, t in zip(primals_out, tangents_out)]
         with core.set_current_trace(parent):
             tangents_out = [instantiate(t) for t, d in zip(tangents_out, out_mask) if d]
         jaxpr = without_dead_code(pe.to_jaxpr(tangents_out))
@@ -287,14 +297,17 @@ def _check_argnums(argnums: tuple[int, ...], nargs: int, name: str) -> None:
                          f"but got value {i} for len(args) == {nargs}.")
 
 
+def _check_jax_type(leaf: Any) -> None:
+    if not is_jax_value(leaf):  # JAX's message (with a full stop, unlike _as_value's)
+        raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX type.")
+
+
 def _check_input_dtypes(name: str, args: Any, allow_int: bool, holomorphic: bool) -> None:
     for leaf in tree_flatten(args)[0]:
-        if not is_jax_value(leaf):  # JAX's message (with a full stop, unlike _as_value's)
-            raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX type.")
+        _check_jax_type(leaf)
         dt = core.get_aval(as_jax_value(leaf)).dtype
-        if holomorphic and not dtypes.issubdtype(dt, np.complexfloating):
-            raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
-                            f"dtype, but got {dt.name}.")
+        if holomorphic:
+            _check_complex(name, "inputs", dt)
         if not allow_int and not dtypes.issubdtype(dt, np.inexact):
             raise TypeError(
                 f"{name} requires real- or complex-valued inputs (input dtype that is a "
@@ -310,12 +323,20 @@ def _check_scalar_output(out: Any, holomorphic: bool) -> None:
     if aval.shape:
         raise TypeError("Gradient only defined for scalar-output functions. Output had "
                         f"shape: {aval.shape}.")
+    _check_output_dtype("grad", aval, holomorphic)
+
+
+def _check_output_dtype(name: str, aval: ShapedArray, holomorphic: bool) -> None:
     if holomorphic:
-        if not dtypes.issubdtype(aval.dtype, np.complexfloating):
-            raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
-                            f"but got {aval.dtype.name}.")
+        _check_complex(name, "outputs", aval.dtype)
     else:
-        _check_real_output("grad", aval)
+        _check_real_output(name, aval)
+
+
+def _check_complex(name: str, what: str, dt: np.dtype) -> None:
+    if not dtypes.issubdtype(dt, np.complexfloating):
+        raise TypeError(f"{name} with holomorphic=True requires {what} with complex dtype, "
+                        f"but got {dt.name}.")
 
 
 def _check_real_output(name: str, aval: ShapedArray) -> None:
@@ -358,7 +379,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         out = vjp(f, *dyn, has_aux=has_aux)
         value, vjp_fun = out[0], out[1]
         _check_scalar_output(value, holomorphic)
-        grads = vjp_fun(lax.full_like(as_jax_value(value), 1))
+        grads = vjp_fun(base.full_like(as_jax_value(value), 1))
         grads = grads[0] if isinstance(argnums, int) else grads
         return ((value, out[2]), grads) if has_aux else (value, grads)
 
@@ -380,21 +401,96 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 # ---------------------------------------------------------------------------------------
-# Jacobians and Hessians
+# Jacobians and Hessians: vmap over the standard basis
 # ---------------------------------------------------------------------------------------
 
 
-def _basis(aval: ShapedArray) -> list[Any]:
-    """One-hot arrays of ``aval``'s type, one per element (the directions of a Jacobian)."""
-    eye = np.eye(aval.size, dtype=aval.dtype)
-    return [put_numpy(row.reshape(aval.shape), aval.weak_type) for row in eye]
+def _eye(n: int, dtype: np.dtype) -> Any:
+    """The ``n`` by ``n`` identity, built as ``jnp.eye`` builds it (``row + 0 == column``)."""
+    rows = shapes.broadcasted_iota(np.int32, (n, n), 0)
+    columns = shapes.broadcasted_iota(np.int32, (n, n), 1)
+    return base.convert_element_type(base.eq(base.add(rows, np.int32(0)), columns), dtype)
+
+
+def _aval(x: Any) -> ShapedArray:
+    return core.get_aval(as_jax_value(x))
+
+
+def _cast_like(x: Any, example: Any, always: bool) -> Any:
+    """``x`` with the dtype and weak type of ``example`` (its real part, if ``x`` is complex
+    and ``example`` is not). JAX records the cast of a basis vector even when it changes
+    nothing, and skips it elsewhere."""
+    aval = _aval(example)
+    if dtypes.issubdtype(x.dtype, np.complexfloating) and not dtypes.issubdtype(
+            aval.dtype, np.complexfloating):
+        x = elementwise.real(x)
+    if not always and (x.dtype, x.aval.weak_type) == (aval.dtype, aval.weak_type):
+        return x
+    return base.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+def _unravel(tree: Any, axis: int, arr: Any, example: Any = None) -> Any:
+    """Cut axis ``axis`` of ``arr`` into one piece per leaf of ``tree``, with the leaf's
+    shape in place of that axis, cast like ``example`` (or like the leaf itself)."""
+    leaves, treedef = tree_flatten(tree)
+    axis %= arr.ndim
+    parts = slicing.split(arr, [np.int64(_aval(leaf).size) for leaf in leaves], axis)
+    pieces = []
+    for part, leaf in zip(parts, leaves):
+        shape = arr.shape[:axis] + _aval(leaf).shape + arr.shape[axis + 1:]
+        part = part if part.shape == shape else base.reshape(part, shape)
+        pieces.append(_cast_like(part, leaf if example is None else example, example is None))
+    return tree_unflatten(treedef, pieces)
+
+
+def _std_basis(tree: Any) -> Any:
+    """The rows of an identity matrix as pytrees like ``tree``, stacked along a new leading
+    axis: what ``vmap`` maps a JVP (or a VJP) over to get every column (or row) at once."""
+    leaves = tree_leaves(tree)
+    n = sum(_aval(leaf).size for leaf in leaves)
+    return _unravel(tree, 1, _eye(n, dtypes.result_type(*leaves)))
+
+
+def _jacobian_args(fun: Callable, argnums: int | Sequence[int], name: str, args: tuple,
+                   kwargs: dict) -> tuple[Callable, tuple[Any, ...], Any]:
+    """The function of the differentiated arguments alone, those arguments (a tuple),
+    and the pytree the Jacobian's inner structure follows (one argument, or the tuple)."""
+    nums = _argnums_tuple(argnums)
+    _check_argnums(nums, len(args), name)
+    dyn, rebuild = _split_args(args, nums)
+    example = dyn[0] if isinstance(argnums, int) else tuple(dyn)
+    return (lambda *d: fun(*rebuild(*d), **kwargs)), tuple(dyn), example
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable[..., Any]:
+    """The Jacobian by forward mode: a JVP along every input direction at once, ``vmap``
+    mapping it over the standard basis (the columns of J)."""
+    check_callable(fun)
+
+    @functools.wraps(fun)
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        f, dyn, example = _jacobian_args(fun, argnums, "jacfwd", args, kwargs)
+        _check_real_inputs("jacfwd", tree_leaves(dyn), holomorphic)
+        pushfwd = lambda basis: jvp(f, dyn, basis, has_aux=has_aux)  # noqa: E731
+        out_axes = (None, -1, None) if has_aux else (None, -1)
+        y, jac, *aux = vectorize.vmap(pushfwd, out_axes=out_axes)(_std_basis(dyn))
+        if holomorphic:
+            for leaf in tree_leaves(y):
+                _check_complex("jacfwd", "outputs", _aval(leaf).dtype)
+        jac = tree_map(lambda out, a: _unravel(example, -1, a, out), y, jac)
+        return (jac, *aux) if has_aux else jac
+
+    return jacfun
 
 
 def _check_real_inputs(name: str, leaves: Sequence[Any], holomorphic: bool) -> None:
     for leaf in leaves:
-        dt = core.get_aval(leaf).dtype
-        kind = np.complexfloating if holomorphic else np.floating
-        if not dtypes.issubdtype(dt, kind):
+        _check_jax_type(leaf)
+        dt = _aval(leaf).dtype
+        if holomorphic:
+            _check_complex(name, "inputs", dt)
+        elif not dtypes.issubdtype(dt, np.floating):
             raise TypeError(f"{name} requires real-valued inputs (input dtype that is a "
                             f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
                             "differentiation, pass holomorphic=True. For differentiation of "
@@ -402,120 +498,26 @@ def _check_real_inputs(name: str, leaves: Sequence[Any], holomorphic: bool) -> N
                             f"inputs, use jax.jvp directly.")
 
 
-def _stack(columns: list[Any], lead: tuple[int, ...]) -> Any:
-    """Stack per-direction results: result[..direction] with the direction axes ``lead``."""
-    from minijax.numpy import reshape, stack
-
-    stacked = stack(columns)
-    return reshape(stacked, lead + stacked.shape[1:])
-
-
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False) -> Callable[..., Any]:
-    """The Jacobian by forward mode: one JVP per input element (columns of J)."""
-    check_callable(fun)
-    nums = _argnums_tuple(argnums)
-
-    def jacfun(*args: Any, **kwargs: Any) -> Any:
-        _check_argnums(nums, len(args), "jacfwd")
-        dyn, rebuild = _split_args(args, nums)
-        dyn = dyn[0] if isinstance(argnums, int) else tuple(dyn)
-        flat_in, in_tree = tree_flatten(dyn)
-        flat_in = [as_jax_value(x) for x in flat_in]
-        _check_real_inputs("jacfwd", flat_in, holomorphic)
-        f = _dyn_function(fun, rebuild, kwargs, isinstance(argnums, int))
-        columns: list[list[list[Any]]] = []  # [input leaf][direction][output leaf]
-        out_tree = aux = None
-        for i, x in enumerate(flat_in):
-            per_direction = []
-            for e in _basis(core.get_aval(x)):
-                tangents = [e if j == i else instantiate(Zero.like(v))
-                            for j, v in enumerate(flat_in)]
-                res = jvp(f, (tree_unflatten(in_tree, flat_in),),
-                          (tree_unflatten(in_tree, tangents),), has_aux=has_aux)
-                out, t_out = res[0], res[1]
-                aux = res[2] if has_aux else None
-                flat_t, out_tree = tree_flatten(t_out)
-                per_direction.append(flat_t)
-            columns.append(per_direction)
-        if out_tree is None:  # no input elements: call once for the output's structure
-            out = f(tree_unflatten(in_tree, flat_in))
-            out, aux = (out if has_aux else (out, None))
-            out_tree = tree_structure(out)
-        jac = _assemble_forward(columns, flat_in, in_tree, out_tree, f, has_aux)
-        return (jac, aux) if has_aux else jac
-
-    return jacfun
-
-
-def _dyn_function(fun: Callable, rebuild: Callable, kwargs: dict, single: bool) -> Callable:
-    if single:
-        return lambda d: fun(*rebuild(d), **kwargs)
-    return lambda d: fun(*rebuild(*d), **kwargs)
-
-
-def _assemble_forward(columns: list, flat_in: list, in_tree: PyTreeDef, out_tree: PyTreeDef,
-                      f: Callable, has_aux: bool) -> Any:
-    """out leaf o, input leaf i -> array of shape out_o.shape + in_i.shape."""
-    from minijax.numpy import moveaxis, zeros
-
-    n_out = out_tree.num_leaves
-    per_output = []
-    for o in range(n_out):
-        blocks = []
-        for i, x in enumerate(flat_in):
-            in_shape = core.get_aval(x).shape
-            if columns[i]:
-                block = _stack([col[o] for col in columns[i]], in_shape)
-                block = moveaxis(block, tuple(range(len(in_shape))),
-                                 tuple(range(block.ndim - len(in_shape), block.ndim)))
-            else:
-                block = zeros(in_shape)  # an empty input
-            blocks.append(block)
-        per_output.append(tree_unflatten(in_tree, blocks))
-    return tree_unflatten(out_tree, per_output)
-
-
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable[..., Any]:
-    """The Jacobian by reverse mode: one linearization, then one VJP per output element."""
+    """The Jacobian by reverse mode: one linearization, then a VJP along every output
+    direction at once, ``vmap`` mapping it over the standard basis (the rows of J)."""
     check_callable(fun)
-    nums = _argnums_tuple(argnums)
 
+    @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
-        _check_argnums(nums, len(args), "jacrev")
-        dyn, rebuild = _split_args(args, nums)
-        dyn = dyn[0] if isinstance(argnums, int) else tuple(dyn)
+        f, dyn, example = _jacobian_args(fun, argnums, "jacrev", args, kwargs)
         _check_input_dtypes("jacrev", dyn, allow_int, holomorphic)
-        f = _dyn_function(fun, rebuild, kwargs, isinstance(argnums, int))
-        res = vjp(f, dyn, has_aux=has_aux)
-        out, vjp_fun = res[0], res[1]
-        flat_out, out_tree = tree_flatten(out)
-        flat_out = [as_jax_value(o) for o in flat_out]
-        if not holomorphic:
-            for y in flat_out:
-                _check_real_output("jacrev", core.get_aval(y))
-        in_leaves, in_tree = tree_flatten(dyn)
-        per_output = []
-        for o, y in enumerate(flat_out):
-            rows = []
-            for e in _basis(core.get_aval(y)):
-                cts = [e if k == o else instantiate(Zero.like(v)) for k, v in enumerate(flat_out)]
-                (grads,) = vjp_fun(tree_unflatten(out_tree, cts))
-                rows.append(tree_flatten(grads)[0])
-            blocks = [_stack([r[i] for r in rows], core.get_aval(y).shape) if rows
-                      else _empty_block(y, x) for i, x in enumerate(in_leaves)]
-            per_output.append(tree_unflatten(in_tree, blocks))
-        jac = tree_unflatten(out_tree, per_output)
-        return (jac, res[2]) if has_aux else jac
+        y, pullback, *aux = vjp(f, *dyn, has_aux=has_aux)
+        for leaf in tree_leaves(y):
+            _check_output_dtype("jacrev", _aval(leaf), holomorphic)
+        jac = vectorize.vmap(pullback)(_std_basis(y))
+        jac = jac[0] if isinstance(argnums, int) else jac
+        jac = tree_map(lambda x, a: _unravel(y, 0, a, x), example, jac)
+        jac = tree_transpose(tree_structure(example), tree_structure(y), jac)
+        return (jac, *aux) if has_aux else jac
 
     return jacfun
-
-
-def _empty_block(y: Any, x: Any) -> Any:
-    from minijax.numpy import zeros
-
-    return zeros(core.get_aval(y).shape + core.get_aval(as_jax_value(x)).shape)
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

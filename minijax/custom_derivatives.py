@@ -589,5 +589,6 @@ def _match_cotangent(axis_data: batching.AxisData, ct: Any, src: int | None, dst
     return batching.matchaxis(axis_data, src, dst, ct)
 
 
+batching.batching_rules[custom_lin_p] = _custom_lin_eager  # vmap of a JVP: the same error
 batching.batching_rules[custom_jvp_call_p] = _custom_jvp_call_batching
 batching.batching_rules[custom_vjp_call_p] = _custom_vjp_call_batching

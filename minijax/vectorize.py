@@ -46,7 +46,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
          axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
     """Vectorize ``fun``: map it over axis ``in_axes`` of its arguments and stack the
     results along ``out_axes``. ``None`` marks an argument (or result) that is the same
-    for every example. ``axis_name`` names the mapped axis for ``lax.psum`` and friends."""
+    for every example. ``axis_name`` names the mapped axis for ``lax.psum`` and friends.
+    ``spmd_axis_name`` names mesh axes to shard the batch over: with one device there is
+    nothing to shard, so it changes nothing (JAX only hashes it, and so do we)."""
     check_callable(fun)
     if isinstance(in_axes, list):  # lists and tuples are interchangeable here, as in JAX
         in_axes = tuple(in_axes)
@@ -69,6 +71,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True)
         leaves = [x if d is None else as_jax_value(x) for x, d in zip(leaves, dims)]
         size = _mapped_axis_size(fun, in_tree, leaves, dims, axis_size)
+        hash(spmd_axis_name)  # a list is JAX's TypeError: "unhashable type: 'list'"
         dims = [None if d is None else d % x.ndim for x, d in zip(leaves, dims)]
         out_tree: list[PyTreeDef] = []
 

@@ -262,7 +262,7 @@ BAD = {
     "stack_axis": (lambda n: n.jnp.stack([_v(n)] * 2, axis=2), ValueError, ["axis 2"]),
     "split_unequal": (lambda n: n.jnp.split(_v(n), 2), ValueError, ["equal division"]),
     "split_indices": (lambda n: n.jnp.split(_v(n), [2, 1]), ValueError,
-                      ["nonnegative", "[2, -1, 2]"]),
+                      ["nonnegative", "[np.int64(2), np.int64(-1), np.int64(2)]"]),
     "flip_axis": (lambda n: n.jnp.flip(_v(n), 1), ValueError, ["axis 1"]),
     "fliplr_vector": (lambda n: n.jnp.fliplr(_v(n)), ValueError, ["axis 1"]),
     "broadcast_shapes": (lambda n: n.jnp.broadcast_shapes((2,), (3,)), ValueError,

@@ -72,7 +72,28 @@ API_PROGRAMS = {
                                    in_axes=(None, 0))(V, X),
     "nested_in_axes_1": lambda n: n.jax.vmap(n.jax.vmap(n.jnp.dot, in_axes=(None, 1)),
                                              in_axes=(0, None))(X, M),
+    # spmd_axis_name shards over mesh axes: on one device it changes nothing
+    "spmd_axis_name": lambda n: n.jax.vmap(n.jnp.sin, spmd_axis_name="x")(X),
+    "spmd_axis_name_tuple": lambda n: n.jax.vmap(lambda a: a @ a.T, in_axes=1,
+                                                 spmd_axis_name=("x", "y"))(X),
+    "spmd_axis_name_and_axis_name": lambda n: n.jax.vmap(
+        lambda a: n.lax.psum(a, "i"), axis_name="i", spmd_axis_name="i")(X),
+    "spmd_axis_name_nested": lambda n: n.jax.vmap(n.jax.vmap(n.jnp.cos, spmd_axis_name="x"),
+                                                  spmd_axis_name="x")(X),
 }
+
+
+SPMD_JAXPRS = {
+    "sum": lambda n: n.jax.vmap(lambda a: a.sum(), spmd_axis_name="x"),
+    "out_axes_1": lambda n: n.jax.vmap(lambda a: a * 2, in_axes=1, spmd_axis_name=("x",)),
+    "jit_inside": lambda n: n.jax.vmap(n.jax.jit(n.jnp.sin), spmd_axis_name="x"),
+    "grad": lambda n: n.jax.grad(lambda a: n.jax.vmap(n.jnp.sin, spmd_axis_name="x")(a).sum()),
+}
+
+
+@pytest.mark.parametrize("name", SPMD_JAXPRS)
+def test_spmd_axis_name_jaxprs_match_jax(name):
+    check_jaxpr(SPMD_JAXPRS[name], X)
 
 
 @pytest.mark.parametrize("name", API_PROGRAMS)
@@ -112,6 +133,12 @@ ERROR_PROGRAMS = {
     "string_argument": lambda n: n.jax.vmap(lambda a: a)("s"),
     "string_output": lambda n: n.jax.vmap(lambda a: "s")(X),
     "bool_conversion": lambda n: n.jax.vmap(lambda a: a if a.sum() > 0 else -a)(X),
+    "spmd_axis_name_list": lambda n: n.jax.vmap(n.jnp.sin, spmd_axis_name=["x"])(X),
+    "spmd_axis_name_dict": lambda n: n.jax.vmap(n.jnp.sin, spmd_axis_name={"x": 1})(X),
+    "spmd_axis_name_sizes_first": lambda n: n.jax.vmap(lambda a, b: a, spmd_axis_name=["x"])(
+        X, V),
+    "spmd_axis_name_is_no_axis_name": lambda n: n.jax.vmap(lambda a: n.lax.psum(a, "x"),
+                                                           spmd_axis_name="x")(X),
 }
 
 
@@ -366,6 +393,8 @@ COMPOSITIONS = {
         i, [n.jnp.sin, n.jnp.cos, n.jnp.tanh], a)), (np.array([2, 0], np.int32), X)),
     "grad_vmap_cond": (lambda n: n.jax.grad(lambda a: n.jax.vmap(
         lambda r: n.lax.cond(r.sum() > 0, n.jnp.sin, n.jnp.cos, r))(a).sum()), (X,)),
+    "grad_vmap_cond_elementwise": (lambda n: n.jax.grad(lambda a: n.jax.vmap(
+        lambda v: n.lax.cond(v > 0, n.jnp.sin, n.jnp.cos, v))(a).sum()), (V,)),
     "while_batched_predicate": (lambda n: n.jax.vmap(lambda a: n.lax.while_loop(
         lambda c: c.sum() < 10, lambda c: c * 2 + 0.1, a)), (X,)),
     "while_unbatched_predicate": (lambda n: n.jax.vmap(lambda a: n.lax.while_loop(
@@ -393,12 +422,31 @@ def test_compositions_match_jax(name):
     check_program(lambda n: fun(n)(*args))
 
 
-# Programs whose jaxprs print as JAX's. (grad_vmap_cond is not among them: the transpose
-# of select_n with an int32 index differs, which is not vmap's doing.)
-@pytest.mark.parametrize("name", sorted(set(COMPOSITIONS) - {"grad_vmap_cond"}))
+@pytest.mark.parametrize("name", COMPOSITIONS)
 def test_composition_jaxprs(name):
     fun, args = COMPOSITIONS[name]
     check_jaxpr(fun, *args)
+
+
+# select_n's JVP and transpose (a batched cond becomes a select_n on an int32 index)
+SELECT_GRADS = {
+    "bool_which": lambda n: lambda a: n.lax.select(a > 0, a * 2, a * 3).sum(),
+    "int_which_three_cases": lambda n: lambda a: n.lax.select_n(
+        n.jnp.int32(1), a * 2, a, a * 4).sum(),
+    "one_case_constant": lambda n: lambda a: n.lax.select_n(a > 0, 2.0 * n.jnp.ones(3), a).sum(),
+    "constant_which": lambda n: lambda a: n.lax.select(True, a, a * 3).sum(),
+}
+
+
+@pytest.mark.parametrize("name", SELECT_GRADS)
+def test_select_n_gradient_jaxprs(name):
+    check_program(lambda n: n.jax.grad(SELECT_GRADS[name](n))(V))
+    check_jaxpr(lambda n: n.jax.grad(SELECT_GRADS[name](n)), V)
+
+
+def test_select_n_gradient_of_two_linear_cases():
+    check_jaxpr(lambda n: n.jax.grad(lambda a, b: n.lax.select(a > 0, a, b).sum(),
+                                     argnums=(0, 1)), V, -V)
 
 
 def test_vmap_of_jit_batches_the_body_once():

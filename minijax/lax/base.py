@@ -41,7 +41,6 @@ from minijax.interpreters.ad import (
     add_tangents,
     deflinear,
     defzero,
-    instantiate,
     is_differentiable,
     jvp_rules,
     tangent_aval,
@@ -806,29 +805,30 @@ def select(pred: Any, on_true: Any, on_false: Any) -> Any:
 
 
 def _select_n_jvp(primals: list, tangents: list) -> tuple[Any, Any]:
+    """Tangents selected as the primals are; zeros made once (even if unused, as in JAX)."""
     which, *cases = primals
     out = select_n_p.bind(which, *cases)
-    case_tangents = tangents[1:]
-    if all(type(t) is Zero for t in case_tangents):
+    nonzero = [t for t in tangents[1:] if type(t) is not Zero]
+    if not nonzero:
         return out, Zero(tangent_aval(out.aval))
-    return out, select_n_p.bind(which, *map(instantiate, case_tangents))
+    zeros = full_like(nonzero[0], 0)
+    return out, select_n_p.bind(which, *[zeros if type(t) is Zero else t for t in tangents[1:]])
 
 
 jvp_rules[select_n_p] = _select_n_jvp
 
 
 def _select_n_transpose(ct: Any, which: Any, *cases: Any) -> list[Any]:
-    """Each linear case gets the cotangent where it was selected, zero elsewhere."""
+    """Each linear case gets the cotangent where it was selected, zero elsewhere. An
+    integer ``which`` is compared with each case's index first (a two-way select each)."""
     zeros = full_like(ct, 0)
-    out: list[Any] = [None]
-    for i, case in enumerate(cases):
-        if not is_undefined(case):
-            out.append(None)
-            continue
-        picks = [zeros] * len(cases)
-        picks[i] = ct
-        out.append(select_n_p.bind(which, *picks))
-    return out
+
+    def pick(i: int) -> Any:
+        if which.dtype == np.bool_:
+            return select_n_p.bind(which, *((ct, zeros) if i == 0 else (zeros, ct)))
+        return select_n_p.bind(eq(which, np.array(i, which.dtype)), zeros, ct)
+
+    return [None] + [pick(i) if is_undefined(case) else None for i, case in enumerate(cases)]
 
 
 deftranspose(select_n_p, _select_n_transpose)

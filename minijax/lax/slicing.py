@@ -47,6 +47,7 @@ from minijax.lax.base import (
     add,
     broadcast,
     broadcast_in_dim,
+    canonicalize_shape,
     convert_element_type,
     full,
     full_like,
@@ -397,7 +398,8 @@ def split(operand_: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
     """Cut ``operand_`` along ``axis`` into consecutive pieces of the given ``sizes``."""
     x = operand(operand_)
     (axis,) = canonicalize_axes((axis,), x.ndim)
-    return split_p.bind(x, sizes=tuple(int(s) for s in sizes), axis=axis)
+    canonicalize_shape(sizes)  # integers; kept as given (JAX prints np.int64(3) as such)
+    return split_p.bind(x, sizes=tuple(sizes), axis=axis)
 
 
 deflinear(split_p)

@@ -380,10 +380,10 @@ def _split(name: str, ary: Any, indices_or_sections: Any, axis: int) -> list[Any
                 f"array split does not result in an equal division: rest is {n % sections}"
             )
         small, extra = divmod(n, sections)
-        sizes = [small + 1] * extra + [small] * (sections - extra)
+        sizes = [np.int64(small + 1)] * extra + [np.int64(small)] * (sections - extra)
     else:
         edges = [0, *(operator.index(i) for i in np.asarray(indices_or_sections)), n]
-        sizes = [b - a for a, b in zip(edges, edges[1:])]
+        sizes = [np.int64(b - a) for a, b in zip(edges, edges[1:])]
     return lax.split(ary, sizes, axis)
 
 
