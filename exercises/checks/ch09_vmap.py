@@ -130,8 +130,8 @@ def check_move_to_front(ns):
                 else np.moveaxis(value, bdim, 0))
         expect_array(got, want.shape, hint)
         expect_equal(got, want, hint=hint)
-    jaxpr_size(ns, "move_to_front", [data(3, 4), 1, 4], "jnp.ones((3, 4)), 1, 4", (1, 2))
-    jaxpr_size(ns, "move_to_front", [data(3), None, 4], "jnp.ones(3), None, 4", (1, 2))
+    for x, bdim, size in ((data(3, 4), 1, 4), (data(3), None, 4)):
+        jaxpr_size(ns, "move_to_front", [x, bdim, size], f"{show(x)}, {bdim}, {size}", (1, 2))
 
 
 # ---------------------------------------------------------------------------------------
@@ -199,9 +199,12 @@ def expect_rule_result(got: Returned, want: np.ndarray, hint: str) -> None:
                           f"result, its batch dimension) -- hint: {hint}")
     out, out_dim = value
     shape = getattr(out, "shape", None)
-    if shape is None or type(out_dim) is not int or not 0 <= out_dim < len(shape):
+    if shape is None or type(out_dim) is not int:
         raise CheckFailed(f"{got.call} returned ({brief(out)}, {out_dim!r}); expected an array "
                           "and the index of its batch axis (an int) -- hint: " + hint)
+    if not 0 <= out_dim < len(shape):
+        raise CheckFailed(f"{got.call} returned batch axis {out_dim} for a result of shape "
+                          f"{shape}, which has no such axis -- hint: {hint}")
     batch = np.moveaxis(np.asarray(out), out_dim, 0)
     if batch.shape != want.shape:
         raise CheckFailed(f"{got.call} returned an array of shape {shape} batched along axis "
@@ -246,14 +249,14 @@ def check_rule(ns: Any, rule: str, primitive: Any, cases: list[tuple[Any, ...]],
 
 
 def _no_full_copy(size: int, elements: int) -> Any:
-    """A verdict on a rule's equations: only the final operation makes an array as large as
-    the result (an unbatched operand is not copied for every example)."""
+    """A verdict on a rule's equations: only the product (or a transpose) makes an array as
+    large as the result (an unbatched operand is not copied for every example)."""
     def verdict(eqns: list[Any]) -> str | None:
-        for name, shapes in eqns[:-1]:
+        for name, shapes in eqns:
             for shape in shapes:
-                if int(np.prod(shape)) == elements:
-                    return (f"{name} with a result of shape {tuple(shape)} before the final "
-                            f"operation: the unbatched operand was copied {size} times -- "
+                if name not in ("mul", "transpose") and int(np.prod(shape)) == elements:
+                    return (f"{name} with a result of shape {tuple(shape)}, as large as the "
+                            f"product: the unbatched operand was copied {size} times -- "
                             "hint: give it a leading axis of size 1 instead "
                             "(lax.expand_dims(y, (0,))) and let the operation broadcast it")
         return None
@@ -420,9 +423,9 @@ def check_my_vmap(ns):
     if not seen["called"]:
         raise CheckFailed(f"{text} never called f -- hint: call f once, on your tracers")
     if not seen["tracer"] or seen["minijax"] or not seen["trace"]:
-        raise CheckFailed(f"in {text}, f received a {seen['kind']}; expected an instance of "
-                          "your own subclass of core.Tracer, belonging to your own subclass "
-                          "of core.Trace (not minijax's BatchTracer)")
+        raise CheckFailed(f"in {text}, f received an object of type {seen['kind']}; expected an "
+                          "instance of your own subclass of core.Tracer, belonging to your own "
+                          "subclass of core.Trace (not minijax's BatchTracer)")
     if seen["aval"] != "float32[4]":
         raise CheckFailed(f"in {text}, the aval of the tracer f received is {seen['aval']}; "
                           "expected float32[4], the type of one example -- hint: remove the "
