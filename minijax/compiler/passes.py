@@ -13,6 +13,8 @@ them:
 * :func:`algebraic_simplification` -- ``x * 1`` is ``x``, and other exact identities
   (and XLA's inexact ``log(exp(x))`` is ``x``);
 * :func:`simplify_loop_carries` -- loop carries that never change, or copy another, go;
+* :func:`unsign_relu_zeros` -- ``max(x, 0.0)`` becomes ``max(x + 0.0, 0.0)``, which NumPy's
+  ``maximum`` computes exactly;
 * :func:`common_subexpression_elimination` again, for what the rewrites made equal;
 * :func:`dead_code_elimination` -- drop what no result depends on;
 * :func:`fuse_elementwise` -- group chains of elementwise ops into one ``minijax.fusion``
@@ -558,6 +560,30 @@ def fold_transpose_into_dot(module: Module) -> Module:
     return rewrite(module, _dot_transpose)
 
 
+def _unsigned_zero_max(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
+    if op.name != "stablehlo.maximum" or op.result.type.dtype.kind != "f":
+        return None
+    for x, c in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        zero = splat_value(c)
+        if zero is not None and zero == 0 and not np.signbit(zero) and x.type == op.result.type:
+            ops = _arith("stablehlo.add", x, zero)
+            ops.append(Op("stablehlo.maximum", [ops[-1].result, c], [op.result.type]))
+            return ops, ops[-1].result
+    return None
+
+
+def unsign_relu_zeros(module: Module) -> Module:
+    """ReLU's ``max(x, +0.0)`` becomes ``max(x + 0.0, +0.0)``: the same bits (adding +0.0
+    turns -0.0 into +0.0, the maximum's answer for it, and changes no other ``x``).
+
+    Why: XLA orders -0.0 below +0.0 and NumPy's ``maximum`` does not, so the NumPy backend
+    computes a float maximum with a kernel that fixes ties between zeros, four passes
+    over memory more than ``np.maximum``. Once ``x`` cannot be -0.0, no tie can differ,
+    and the code generator writes the plain ufunc (fused with the addition: one buffer).
+    """
+    return rewrite(module, _unsigned_zero_max)
+
+
 def _is(v: Value, value: float) -> bool:
     """Whether ``v`` is a constant whose elements all have the bits of ``value``."""
     c = splat_value(v)
@@ -753,6 +779,6 @@ def simplify_loop_carries(module: Module) -> Module:
 DEFAULT_PIPELINE: tuple[str, ...] = ("inline_calls", "common_subexpression_elimination",
                                      "constant_folding", "simplify_select",
                                      "fold_transpose_into_dot", "algebraic_simplification",
-                                     "simplify_loop_carries",
+                                     "simplify_loop_carries", "unsign_relu_zeros",
                                      "common_subexpression_elimination",
                                      "dead_code_elimination", "fuse_elementwise")
