@@ -56,6 +56,8 @@ OPS: dict[str, tuple[int, Unary, bool]] = {
     "min with 0.0": (1, lambda a: jnp.minimum(a, 0.0), False),
     "max ties": (2, lambda a, b: (jnp.maximum(a, b) == a).astype(jnp.float32), False),
     "min ties": (2, lambda a, b: (b == jnp.minimum(a, b)).astype(jnp.float32), False),
+    "times a mask": (2, lambda a, b: b * (a >= b).astype(jnp.float32), False),
+    "mask over": (2, lambda a, b: (a < 1.0).astype(jnp.float32) / b, False),
     "tanh": (1, jnp.tanh, False),
     "exp": (1, jnp.exp, False),
     "sum over a size-1 axis": (1, lambda a: jnp.sum(a.reshape(4, 4, 1), axis=2), False),
@@ -255,6 +257,13 @@ def test_relu_gradient_compares_the_input_and_recomputes_the_activation() -> Non
     assert "compare EQ" not in ir and "compare GE" in ir
     assert generated(grad, w, x).count("np.maximum(") == 2
     check(grad, (jnp.asarray(w), jnp.asarray(x)), tolerance=True)
+
+
+def test_a_boolean_mask_times_an_array_is_left_to_numpy_promotion() -> None:
+    x = np.array([-0.0, 0.0, -1.0, 3.0, np.nan, np.inf], np.float32)
+    f = lambda x, y: y * (x >= 0).astype(jnp.float32)
+    assert ".astype(" not in generated(f, x, x[::-1])
+    check(f, (jnp.asarray(x), jnp.asarray(x[::-1])))
 
 
 def test_counter_arithmetic_is_python_ints_and_needs_no_clamp() -> None:

@@ -1260,7 +1260,28 @@ class _ExpressionWriter:
         return (_allocates(op, self.splat) and v.type == self.out
                 and self.shape(v) == self.out.shape)
 
-    def reusing(self, v: Value, args: list[str]) -> str | None:
+    def promoted_mask(self, op: Op, u: Value) -> Value | None:
+        """Code-generation rule: a boolean converted to float, as an operand of a float
+        ufunc whose other operand is an array of that float type, is left to NumPy's
+        type promotion (which makes True 1.0 and False 0.0, as the conversion does);
+        returns the boolean, or None.
+
+        Why: ``g * (z >= 0)`` then makes no float temporary for the mask: in a
+        gradient like ReLU's, a pass over memory and an array less."""
+        c = u.op
+        if (u in self.inputs or c.name != "stablehlo.convert" or len(op.operands) != 2
+                or c.operands[0].type.dtype != np.bool_ or op.name == "stablehlo.compare"
+                or u.type.dtype.name not in ("float16", "float32", "float64")
+                or op.result.type.dtype != u.type.dtype or not _allocates(op, self.splat)):
+            return None
+        other = op.operands[1] if op.operands[0] is u else op.operands[0]
+        other_op = other.op if other not in self.inputs else None
+        if (other is u or other.type.dtype != u.type.dtype or self.splat(other) is not None
+                or (other_op is not None and other_op.name == "stablehlo.convert")):
+            return None
+        return c.operands[0]
+
+    def reusing(self, v: Value, args: list[str], masks: list[Value | None]) -> str | None:
         """Off the chain, a ufunc writes into the temporary array one of its operands
         just made (``np.add((t := x.astype(f32)), 1.0, out=t)``) instead of allocating
         another: a large temporary costs a fresh page of memory per page it covers."""
@@ -1268,7 +1289,7 @@ class _ExpressionWriter:
         if not _allocates(op, self.splat) or not self.shape(v):
             return None
         for i, u in enumerate(op.operands):
-            if (u not in self.inputs and _makes_array(u.op, self.splat)
+            if (u not in self.inputs and masks[i] is None and _makes_array(u.op, self.splat)
                     and u.type.dtype == v.type.dtype
                     and self.shape(u) == self.shape(v)):
                 name = f"{self.target}_{self.temporaries}"
@@ -1298,10 +1319,12 @@ class _ExpressionWriter:
             if not self.shape(u) or broadcast_shape(op) == u.type.shape:
                 return inner
             return f"{inner}.reshape({broadcast_shape(op)})"
-        args = [self.leaf(u, op.operands) if u in self.inputs else self.node(u, chain)
-                for u in op.operands]
+        masks = [self.promoted_mask(op, u) for u in op.operands]
+        args = [self.node(m, chain) if m is not None else self.leaf(u, op.operands)
+                if u in self.inputs else self.node(u, chain)
+                for u, m in zip(op.operands, masks)]
         if v not in chain:
-            return self.reusing(v, args) or elementwise_expr(op, args, self.splat)
+            return self.reusing(v, args, masks) or elementwise_expr(op, args, self.splat)
         call = ufunc_call(op, args, self.splat)[0]
         self.fresh_result = True
         starts_chain = v is chain[-1] and self.buffer == self.target
