@@ -12,6 +12,7 @@ a transpose is folded into it, are compared with a tolerance. The examples are d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,14 @@ OPS: dict[str, tuple[int, Unary, bool]] = {
     "divided by one": (1, lambda a: a / 1.0, False),
     "double negation": (1, lambda a: jnp.negative(-a), False),
     "relu": (1, lambda a: jnp.maximum(a, 0.0), False),
+    "max with a constant": (1, lambda a: jnp.maximum(a, 2.0), False),
+    "min with a constant": (1, lambda a: jnp.minimum(-1.0, a), False),
+    "max with -0.0": (1, lambda a: jnp.maximum(a, -0.0), False),
+    "min with 0.0": (1, lambda a: jnp.minimum(a, 0.0), False),
+    "max ties": (2, lambda a, b: (jnp.maximum(a, b) == a).astype(jnp.float32), False),
+    "min ties": (2, lambda a, b: (b == jnp.minimum(a, b)).astype(jnp.float32), False),
+    "times a mask": (2, lambda a, b: b * (a >= b).astype(jnp.float32), False),
+    "mask over": (2, lambda a, b: (a < 1.0).astype(jnp.float32) / b, False),
     "tanh": (1, jnp.tanh, False),
     "exp": (1, jnp.exp, False),
     "sum over a size-1 axis": (1, lambda a: jnp.sum(a.reshape(4, 4, 1), axis=2), False),
@@ -174,8 +183,12 @@ def test_loops(program: tuple, x: np.ndarray, offset: int, lower: int, length: i
     def scan(x, table):
         return lax.scan(lambda c, row: (last(c, row), c * 1.0), x, table.reshape(2, 4, 4))
 
+    def reverse_scan(x, table):  # reads and writes at n - 1 - i
+        return lax.scan(lambda c, row: (last(c, row), c), x, table.reshape(2, 4, 4),
+                        reverse=True)
+
     table = jnp.asarray(np.concatenate([x, x[::-1]]))
-    for loop in (fori, while_, scan):
+    for loop in (fori, while_, scan, reverse_scan):
         check(loop, (jnp.asarray(x), table), tolerance=has_product)
 
 
@@ -206,6 +219,61 @@ def test_identities_leave_nothing_but_the_operand() -> None:
     x = np.ones((4, 1), np.float32)
     ir = optimised_ir(lambda x: jnp.max(x * 1.0 - 0.0, axis=1).reshape(4, 1) / 1.0, x)
     assert "stablehlo." not in ir.split("{", 2)[2] and "return %arg0" in ir
+
+
+def generated(fun: Callable, *args: Any) -> str:
+    closed = minijax.make_jaxpr(fun)(*args)
+    module, _ = lowering.lower_to_module(closed, module_name="jit_f")
+    return numpy_backend.compile_module(module).as_text()
+
+
+@pytest.mark.parametrize("fun, ufunc", [
+    (lambda x: jnp.maximum(x, 0.0), True), (lambda x: jnp.maximum(2.0, x), True),
+    (lambda x: jnp.minimum(x, np.nan), True), (lambda x: jnp.maximum(x, -0.0), False),
+    (lambda x: jnp.minimum(x, 0.0), False), (lambda x: jnp.maximum(x, x[::-1]), False)])
+def test_max_and_min_with_a_constant_are_numpy_ufuncs_where_exact(fun: Callable, ufunc: bool
+                                                                  ) -> None:
+    """Only a tie between zeros tells XLA's max from NumPy's: a constant that is not a
+    zero cannot tie, nor can +0.0 with ``x + 0.0`` (never -0.0)."""
+    x = np.array([-0.0, 0.0, -1.0, 3.0, np.nan], np.float32)
+    source = generated(fun, x)
+    assert (("k_max" not in source and "k_min" not in source) == ufunc), source
+    check(fun, (jnp.asarray(x),))
+
+
+def test_relu_gradient_compares_the_input_and_recomputes_the_activation() -> None:
+    """The gradient of ``max(z, 0)`` asks ``max(z, 0) == z``, which is ``z >= 0``; then the
+    activation, used again by the backward product, is computed again from ``z`` there
+    instead of being kept from the forward pass."""
+    w = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+    x = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
+
+    def loss(w, x):
+        h = jnp.maximum(x @ w, 0.0)
+        return jnp.sum(jnp.tanh(h @ w))
+
+    grad = minijax.grad(loss)
+    ir = optimised_ir(grad, w, x)
+    assert "compare EQ" not in ir and "compare GE" in ir
+    assert generated(grad, w, x).count("np.maximum(") == 2
+    check(grad, (jnp.asarray(w), jnp.asarray(x)), tolerance=True)
+
+
+def test_a_boolean_mask_times_an_array_is_left_to_numpy_promotion() -> None:
+    x = np.array([-0.0, 0.0, -1.0, 3.0, np.nan, np.inf], np.float32)
+    f = lambda x, y: y * (x >= 0).astype(jnp.float32)
+    assert ".astype(" not in generated(f, x, x[::-1])
+    check(f, (jnp.asarray(x), jnp.asarray(x[::-1])))
+
+
+def test_counter_arithmetic_is_python_ints_and_needs_no_clamp() -> None:
+    """A reverse scan reads row ``n - 1 - i``: Python ints, in bounds by the counter's
+    range, so no ``min(max(...))`` clamp."""
+    xs = np.arange(12, dtype=np.float32).reshape(3, 4)
+    f = lambda xs: lax.scan(lambda c, x: (c + x, c * x), jnp.zeros(4), xs, reverse=True)
+    source = generated(f, xs)
+    assert re.search(r"= \(\(3 - iterArg\) - 1\)", source) and "min(max(" not in source
+    check(f, (jnp.asarray(xs),))
 
 
 def test_plus_zero_is_kept_for_floats() -> None:

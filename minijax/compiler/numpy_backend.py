@@ -270,6 +270,8 @@ _LAPACK = {"potrf": lapack_potrf, "syevd": lapack_syevd, "heevd": lapack_syevd,
 # Expressions: one NumPy expression per op
 # ---------------------------------------------------------------------------------------
 
+# Integer ops that generated code may compute with Python ints (see ``int_arithmetic``).
+_INT_OPS = {"stablehlo.add": "+", "stablehlo.subtract": "-", "stablehlo.multiply": "*"}
 _COMPARE = {"EQ": "equal", "NE": "not_equal", "LT": "less", "LE": "less_equal",
             "GT": "greater", "GE": "greater_equal"}
 # Dtypes for which a Python scalar operand keeps an array's dtype in NumPy (NEP 50).
@@ -282,7 +284,15 @@ def dtype_name(dtype: np.dtype) -> str:
     return "bfloat16" if dtype == ml_dtypes.bfloat16 else f"np.{dtype.name}"
 
 
-def ufunc_call(op: Op, args: Sequence[str]) -> tuple[str, bool]:
+# Where generated code knows the splat constants: value -> its one element, or None.
+Splats = Callable[[Value], "np.ndarray | None"]
+
+
+def _no_splats(v: Value) -> None:
+    return None
+
+
+def ufunc_call(op: Op, args: Sequence[str], splat: Splats = _no_splats) -> tuple[str, bool]:
     """The NumPy call for an elementwise op (the ufunc or kernel its row of ``OPS``
     names), and whether it is a ufunc (takes ``out=``)."""
     name = op.name
@@ -293,12 +303,41 @@ def ufunc_call(op: Op, args: Sequence[str]) -> tuple[str, bool]:
             args = [f"total_order({a})" for a in args]
         return f"np.{_COMPARE[direction]}({', '.join(args)})", True
     info = OPS[name]
-    if info.numpy and dtype.kind not in info.kernel_kinds:
+    if info.numpy and (dtype.kind not in info.kernel_kinds or _extreme_by_ufunc(op, splat)):
         return f"np.{info.numpy}({', '.join(args)})", True
     return f"{info.kernel}({', '.join(args)})", False
 
 
-def elementwise_expr(op: Op, args: Sequence[str]) -> str:
+def _extreme_by_ufunc(op: Op, splat: Splats) -> bool:
+    """Code-generation rule: a float ``maximum``/``minimum`` with a constant operand is
+    NumPy's own ufunc, not the ``k_max``/``k_min`` kernel, where that is exact.
+
+    Why: the kernels cost four more passes over memory (``x == 0``, ``y == 0``, ``&``,
+    ``where``) to order -0.0 below +0.0, which NumPy leaves to chance; but the choice
+    only arises where both operands are zeros. A constant that is not a zero (NaN
+    included) never ties, and neither does +0.0 with an operand that cannot be -0.0:
+    :func:`~minijax.compiler.passes.unsign_relu_zeros` makes ReLU's ``max(x, +0.0)``
+    into ``max(x + 0.0, +0.0)``, which this rule then recognises."""
+    if op.name not in ("stablehlo.maximum", "stablehlo.minimum") or \
+            op.result.type.dtype.kind != "f":
+        return False
+    for v, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        c = splat(v)
+        if c is not None and (c != 0 or np.isnan(c)):
+            return True
+        if c is not None and not np.signbit(c) and _adds_positive_zero(other, splat):
+            return True
+    return False
+
+
+def _adds_positive_zero(v: Value, splat: Splats) -> bool:
+    """Whether ``v`` is ``x + 0.0`` (never -0.0), computed in the same expression."""
+    op = v.op
+    return op is not None and op.name == "stablehlo.add" and any(
+        (c := splat(u)) is not None and c == 0 and not np.signbit(c) for u in op.operands)
+
+
+def elementwise_expr(op: Op, args: Sequence[str], splat: Splats = _no_splats) -> str:
     """Non-ufunc elementwise ops (those ``ufunc_call`` does not cover)."""
     name, out = op.name, op.results[0].type
     if name == "stablehlo.select":
@@ -323,7 +362,7 @@ def elementwise_expr(op: Op, args: Sequence[str]) -> str:
         exponent_bits, mantissa_bits = op.attrs["format"][1:].split("m")
         return (f"k_reduce_precision({args[0]}, exponent_bits={exponent_bits}, "
                 f"mantissa_bits={mantissa_bits})")
-    return ufunc_call(op, args)[0]
+    return ufunc_call(op, args, splat)[0]
 
 
 def broadcast_shape(op: Op) -> tuple[int, ...]:
@@ -457,19 +496,20 @@ def last_uses(block: Block) -> dict[int, list[Value]]:
     return dead
 
 
-def _makes_array(op: Op) -> bool:
+def _makes_array(op: Op, splat: Splats) -> bool:
     """Whether an elementwise op's code returns a new array: a ufunc, or a conversion
     to another dtype."""
-    return _allocates(op) or (op.name == "stablehlo.convert"
-                              and op.operands[0].type.dtype != op.result.type.dtype)
+    return _allocates(op, splat) or (op.name == "stablehlo.convert"
+                                     and op.operands[0].type.dtype != op.result.type.dtype)
 
 
-def _allocates(op: Op) -> bool:
+def _allocates(op: Op, splat: Splats) -> bool:
     """Whether the NumPy code of an elementwise op returns a new array (not a view)."""
     if op.name == "stablehlo.compare":
         return True
     info = OPS[op.name]
-    return bool(info.numpy) and op.operands[0].type.dtype.kind not in info.kernel_kinds
+    return bool(info.numpy) and (op.operands[0].type.dtype.kind not in info.kernel_kinds
+                                 or _extreme_by_ufunc(op, splat))
 
 
 class _FunctionWriter:
@@ -487,6 +527,7 @@ class _FunctionWriter:
         self.in_place: set[Op] = set()  # dynamic_update_slices that may write their operand
         self.python_ints: set[Value] = set()  # loop counters held as Python ints
         self.counting: dict[Op, str] = {}  # the counters' step and test: op -> expression
+        self.ranges: dict[Value, tuple[int, int]] = {}  # Python ints' least and greatest
         self.regions = 0  # region functions written so far
         self.lines: list[str] = []
 
@@ -572,6 +613,9 @@ class _FunctionWriter:
         name = op.name
         if op in self.counting:
             self.bind(indent, op.results, self.counting[op])
+        elif (found := self.int_arithmetic(op)) is not None:
+            self.python_ints.add(op.result)
+            self.bind(indent, op.results, found[0])
         elif name == "stablehlo.constant":
             self.constant(op)
         elif OPS[name].elementwise:
@@ -596,25 +640,30 @@ class _FunctionWriter:
         src = self.ref(x)
         if dims != sorted(dims):
             order = sorted(range(len(dims)), key=dims.__getitem__)
-            src = f"np.transpose({src}, {tuple(order)})"
+            src = f"{src}.transpose({tuple(order)})"
         if x.type.shape == out.shape:
             self.bind(indent, op.results, src)
             return
         if x.type.size == out.size:  # only size-1 dimensions are added: a reshape
-            self.bind(indent, op.results, f"np.reshape({src}, {out.shape})")
+            self.bind(indent, op.results, f"{src}.reshape({out.shape})")
             return
         shape = broadcast_shape(op)
         if shape != x.type.shape:
             src = f"{src}.reshape({shape})"
         self.bind(indent, op.results, f"np.broadcast_to({src}, {out.shape})")
 
+    # Reshapes and transposes are the arrays' methods, not ``np.reshape``/``np.transpose``:
+    # the functions check their arguments in Python first (about 0.7 us a call against
+    # 0.15 us), which a loop body pays at every iteration. (Every value generated code
+    # holds is a NumPy array or scalar, and both have the methods.)
+
     def op_reshape(self, op: Op, indent: int) -> None:
-        self.bind(indent, op.results, f"np.reshape({self.ref(op.operands[0])}, "
-                                      f"{op.result.type.shape})")
+        self.bind(indent, op.results,
+                  f"{self.ref(op.operands[0])}.reshape({op.result.type.shape})")
 
     def op_transpose(self, op: Op, indent: int) -> None:
         self.bind(indent, op.results,
-                  f"np.transpose({self.ref(op.operands[0])}, {tuple(op.attrs['dims'])})")
+                  f"{self.ref(op.operands[0])}.transpose({tuple(op.attrs['dims'])})")
 
     def op_reverse(self, op: Op, indent: int) -> None:
         self.bind(indent, op.results,
@@ -654,6 +703,10 @@ class _FunctionWriter:
             if constant is not None:
                 first = min(max(int(constant), 0), dim - size)
                 parts.append(f"{first}:{first + size}")
+                continue
+            low, high = self.ranges.get(start, (-1, dim))
+            if 0 <= low and high <= dim - size:  # a Python int known to be in bounds
+                parts.append(f"{self.names[start]}:{self.names[start]} + {size}")
                 continue
             name = self.clamps[-1].get((start, dim - size))
             if name is None:  # once per start and bound in a block
@@ -884,7 +937,53 @@ class _FunctionWriter:
                 self.python_ints.update((c, b, step.result))
                 self.counting[step] = f"{self.names[b]} + 1"
                 self.counting[test] = f"{self.names[c]} < {self.index(test.operands[1])}"
+                start, bound = (passes.splat_value(v) for v in (op.operands[k], test.operands[1]))
+                if start is not None and bound is not None:
+                    start, last = int(start), max(int(start), int(bound) - 1)
+                    self.ranges.update({c: (start, last + 1), b: (start, last),
+                                        step.result: (start + 1, last + 1)})
         return found
+
+    def int_arithmetic(self, op: Op) -> tuple[str, int, int] | None:
+        """Code-generation rule: integer scalar arithmetic (``+``, ``-``, ``*``, or a fusion
+        of them) on loop counters and constants is Python arithmetic on ints, when the
+        counters' ranges prove that it cannot overflow its type; returns the expression
+        and its least and greatest values, and records them.
+
+        Why: a reverse ``scan`` reads its slices at ``n - 1 - i``, which as NumPy scalars
+        costs a microsecond or two an iteration, as ints a few nanoseconds; and once the
+        index is known to lie in the array, :meth:`box` needs no clamp."""
+        if len(op.results) != 1 or op.result.type.shape or op.result.type.dtype.kind not in \
+                "iu" or op.name not in (*_INT_OPS, "minijax.fusion"):
+            return None
+        if op.name == "minijax.fusion":
+            (body,) = op.regions
+            found = self._int_value(body.terminator.operands[0], dict(zip(body.args, op.operands)))
+        else:
+            found = self._int_value(op.result, {})
+        if found is not None:
+            self.ranges[op.result] = found[1:]
+        return found
+
+    def _int_value(self, v: Value, inputs: dict[Value, Value]) -> tuple[str, int, int] | None:
+        outer = inputs.get(v, v)
+        constant = passes.splat_value(outer)
+        if outer in self.ranges:
+            return self.names[outer], *self.ranges[outer]
+        if constant is not None and constant.dtype.kind in "iu":
+            return _literal(constant), int(constant), int(constant)
+        if v in inputs or v.op is None or v.op.name not in _INT_OPS or v.type.shape:
+            return None
+        args = [self._int_value(u, inputs) for u in v.op.operands]
+        if None in args:
+            return None
+        (a, alo, ahi), (b, blo, bhi) = args
+        symbol = _INT_OPS[v.op.name]
+        corners = [eval(f"{x} {symbol} {y}") for x in (alo, ahi) for y in (blo, bhi)]
+        limits = np.iinfo(v.type.dtype)
+        if min(corners) < limits.min or max(corners) > limits.max:
+            return None
+        return f"({a} {symbol} {b})", min(corners), max(corners)
 
     def _updated_in_place(self, op: Op) -> dict[int, Op]:
         """Loop buffers that can be updated in place: carry k whose only use, in the
@@ -1116,8 +1215,10 @@ class _ExpressionWriter:
         self.fresh_result = False
         self.temporaries = 0  # temporaries named so far (``v3_0``, ``v3_1``...)
 
-    def outer(self, v: Value) -> Value | None:
-        return self.inputs.get(v)
+    def splat(self, v: Value) -> np.ndarray | None:
+        """The one element of an operand that is a splat constant."""
+        value = self.w.splats.get(self.inputs.get(v))
+        return None if value is None else value.reshape(-1)[0]
 
     def shape(self, v: Value) -> tuple[int, ...]:
         """The shape NumPy gives ``v``'s expression (splats are scalars)."""
@@ -1156,22 +1257,45 @@ class _ExpressionWriter:
 
     def writes_buffer(self, v: Value) -> bool:
         op = v.op
-        return (_allocates(op) and v.type == self.out and self.shape(v) == self.out.shape)
+        return (_allocates(op, self.splat) and v.type == self.out
+                and self.shape(v) == self.out.shape)
 
-    def reusing(self, v: Value, args: list[str]) -> str | None:
+    def promoted_mask(self, op: Op, u: Value) -> Value | None:
+        """Code-generation rule: a boolean converted to float, as an operand of a float
+        ufunc whose other operand is an array of that float type, is left to NumPy's
+        type promotion (which makes True 1.0 and False 0.0, as the conversion does);
+        returns the boolean, or None.
+
+        Why: ``g * (z >= 0)`` then makes no float temporary for the mask: in a
+        gradient like ReLU's, a pass over memory and an array less."""
+        c = u.op
+        if (u in self.inputs or c.name != "stablehlo.convert" or len(op.operands) != 2
+                or c.operands[0].type.dtype != np.bool_ or op.name == "stablehlo.compare"
+                or u.type.dtype.name not in ("float16", "float32", "float64")
+                or op.result.type.dtype != u.type.dtype or not _allocates(op, self.splat)):
+            return None
+        other = op.operands[1] if op.operands[0] is u else op.operands[0]
+        other_op = other.op if other not in self.inputs else None
+        if (other is u or other.type.dtype != u.type.dtype or self.splat(other) is not None
+                or (other_op is not None and other_op.name == "stablehlo.convert")):
+            return None
+        return c.operands[0]
+
+    def reusing(self, v: Value, args: list[str], masks: list[Value | None]) -> str | None:
         """Off the chain, a ufunc writes into the temporary array one of its operands
         just made (``np.add((t := x.astype(f32)), 1.0, out=t)``) instead of allocating
         another: a large temporary costs a fresh page of memory per page it covers."""
         op = v.op
-        if not _allocates(op) or not self.shape(v):
+        if not _allocates(op, self.splat) or not self.shape(v):
             return None
         for i, u in enumerate(op.operands):
-            if (u not in self.inputs and _makes_array(u.op) and u.type.dtype == v.type.dtype
+            if (u not in self.inputs and masks[i] is None and _makes_array(u.op, self.splat)
+                    and u.type.dtype == v.type.dtype
                     and self.shape(u) == self.shape(v)):
                 name = f"{self.target}_{self.temporaries}"
                 self.temporaries += 1
                 args = [f"({name} := {a})" if j == i else a for j, a in enumerate(args)]
-                return f"{ufunc_call(op, args)[0][:-1]}, out={name})"
+                return f"{ufunc_call(op, args, self.splat)[0][:-1]}, out={name})"
         return None
 
     def donatable(self, v: Value) -> bool:
@@ -1195,11 +1319,13 @@ class _ExpressionWriter:
             if not self.shape(u) or broadcast_shape(op) == u.type.shape:
                 return inner
             return f"{inner}.reshape({broadcast_shape(op)})"
-        args = [self.leaf(u, op.operands) if u in self.inputs else self.node(u, chain)
-                for u in op.operands]
+        masks = [self.promoted_mask(op, u) for u in op.operands]
+        args = [self.node(m, chain) if m is not None else self.leaf(u, op.operands)
+                if u in self.inputs else self.node(u, chain)
+                for u, m in zip(op.operands, masks)]
         if v not in chain:
-            return self.reusing(v, args) or elementwise_expr(op, args)
-        call = ufunc_call(op, args)[0]
+            return self.reusing(v, args, masks) or elementwise_expr(op, args, self.splat)
+        call = ufunc_call(op, args, self.splat)[0]
         self.fresh_result = True
         starts_chain = v is chain[-1] and self.buffer == self.target
         if starts_chain:

@@ -9,14 +9,18 @@ them:
 * :func:`common_subexpression_elimination` -- compute each distinct value once;
 * :func:`constant_folding` -- compute at compile time what depends only on constants;
 * :func:`simplify_select` -- a select between two constants becomes arithmetic;
+* :func:`simplify_tie_compares` -- ``max(p, q) == p`` becomes ``p >= q``;
 * :func:`fold_transpose_into_dot` -- ``transpose(dot(a, b))`` becomes ``dot(b, a)``;
 * :func:`algebraic_simplification` -- ``x * 1`` is ``x``, and other exact identities
   (and XLA's inexact ``log(exp(x))`` is ``x``);
 * :func:`simplify_loop_carries` -- loop carries that never change, or copy another, go;
+* :func:`unsign_relu_zeros` -- ``max(x, 0.0)`` becomes ``max(x + 0.0, 0.0)``, which NumPy's
+  ``maximum`` computes exactly;
 * :func:`common_subexpression_elimination` again, for what the rewrites made equal;
 * :func:`dead_code_elimination` -- drop what no result depends on;
 * :func:`fuse_elementwise` -- group chains of elementwise ops into one ``minijax.fusion``
-  op, which the code generator turns into one NumPy expression.
+  op, which the code generator turns into one NumPy expression;
+* :func:`rematerialize` -- compute a cheap value again late rather than keep it alive.
 """
 
 from __future__ import annotations
@@ -558,6 +562,68 @@ def fold_transpose_into_dot(module: Module) -> Module:
     return rewrite(module, _dot_transpose)
 
 
+def _same_value(a: Value, b: Value) -> bool:
+    """``a`` is ``b``, or both are splat constants of one type with the same bits."""
+    if a is b:
+        return True
+    x, y = splat_value(a), splat_value(b)
+    return x is not None and y is not None and a.type == b.type and _same_bits(x, y)
+
+
+def _tie_compare(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
+    if op.name != "stablehlo.compare" or op.attrs["direction"] != "EQ" or \
+            op.attrs["compare_type"] == "TOTALORDER":
+        return None
+    for a, extreme in (op.operands, op.operands[::-1]):
+        m = extreme.op
+        if m is None or m.name not in ("stablehlo.maximum", "stablehlo.minimum"):
+            continue
+        for p, q in (m.operands, m.operands[::-1]):
+            if _same_value(a, p) and p.type == q.type == a.type:
+                direction = "GE" if m.name == "stablehlo.maximum" else "LE"
+                new = Op("stablehlo.compare", [p, q], [op.result.type],
+                         dict(op.attrs, direction=direction))
+                return [new], new.result
+    return None
+
+
+def simplify_tie_compares(module: Module) -> Module:
+    """``max(p, q) == p`` becomes ``p >= q`` (and ``min(p, q) == p`` becomes ``p <= q``):
+    the same answer for every pair, NaNs and zeros of either sign included (a NaN makes
+    both false; the maximum of two zeros equals either).
+
+    Why: the gradient of ``max`` (ReLU's) asks where each operand is the result, and so
+    keeps the result alive until the backward pass only to compare it. Compared with
+    the operands instead, the result can die after its last real use (and be
+    rematerialized), as a hand-written backward pass keeps one array, not two.
+    """
+    return rewrite(module, _tie_compare)
+
+
+def _unsigned_zero_max(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
+    if op.name != "stablehlo.maximum" or op.result.type.dtype.kind != "f":
+        return None
+    for x, c in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        zero = splat_value(c)
+        if zero is not None and zero == 0 and not np.signbit(zero) and x.type == op.result.type:
+            ops = _arith("stablehlo.add", x, zero)
+            ops.append(Op("stablehlo.maximum", [ops[-1].result, c], [op.result.type]))
+            return ops, ops[-1].result
+    return None
+
+
+def unsign_relu_zeros(module: Module) -> Module:
+    """ReLU's ``max(x, +0.0)`` becomes ``max(x + 0.0, +0.0)``: the same bits (adding +0.0
+    turns -0.0 into +0.0, the maximum's answer for it, and changes no other ``x``).
+
+    Why: XLA orders -0.0 below +0.0 and NumPy's ``maximum`` does not, so the NumPy backend
+    computes a float maximum with a kernel that fixes ties between zeros, four passes
+    over memory more than ``np.maximum``. Once ``x`` cannot be -0.0, no tie can differ,
+    and the code generator writes the plain ufunc (fused with the addition: one buffer).
+    """
+    return rewrite(module, _unsigned_zero_max)
+
+
 def _is(v: Value, value: float) -> bool:
     """Whether ``v`` is a constant whose elements all have the bits of ``value``."""
     c = splat_value(v)
@@ -750,9 +816,99 @@ def simplify_loop_carries(module: Module) -> Module:
     return module
 
 
+# ---------------------------------------------------------------------------------------
+# Rematerialization
+# ---------------------------------------------------------------------------------------
+
+# How many elementwise ops a recomputation may repeat.
+MAX_REMAT_OPS = 3
+
+
+def rematerialize(module: Module) -> Module:
+    """Compute a cheap elementwise value again for its last use, when the values it is
+    computed from are kept alive until then anyway, and the gap is long: so that the
+    first copy dies after its earlier uses.
+
+    Why: a training step keeps each layer's pre-activation ``z`` and its activation
+    ``h = max(z, 0)`` from the forward pass to the backward pass: two arrays per layer,
+    where a hand-written step keeps one. Since the backward pass needs ``z`` (for the
+    gradient of the activation), ``h`` can be recomputed from it, at the cost of one
+    elementwise pass, and the peak memory drops by one array per layer. XLA
+    rematerializes too, under memory pressure. The pass runs after fusion, which has
+    moved each elementwise tree to its consumer (the derivative of ReLU, computed from
+    ``z``, to the backward pass), so that ``z`` is seen alive as long as it really is,
+    and a fusion is recomputed whole. Only values of the functions' own bodies
+    (not of loop bodies) are rematerialized; the gap is long if some op in it makes an
+    array as large as the value (keeping the value would add to that op's memory).
+    """
+    for func in module.funcs:
+        while _remat_one(func.body):
+            pass
+    return module
+
+
+def _remat_one(block: Block) -> bool:
+    """Rematerialize one value of ``block`` (True) or find none (False)."""
+    users: dict[Value, list[int]] = {}
+    for i, op in enumerate(block.ops):
+        for inner in [op, *(o for region in op.regions for o in walk_ops(region))]:
+            for v in inner.operands:
+                users.setdefault(v, []).append(i)
+    for op in block.ops:
+        if len(op.results) != 1 or not _elementwise_like(op):
+            continue
+        uses = users.get(op.result, [])
+        if len(uses) < 2 or op.result in block.terminator.operands:
+            continue
+        last, previous = uses[-1], uses[-2]
+        user = block.ops[last]
+        if last == previous or op.result not in user.operands or not any(
+                r.type.size >= op.result.type.size
+                for o in block.ops[previous + 1:last] for r in o.results):
+            continue
+        copies = _recompute(op.result, lambda v, last=last: v.op is None
+                            or max(users.get(v, [0])) >= last)
+        if copies is None:
+            continue
+        block.ops[last:last] = copies
+        user.operands = [copies[-1].result if v is op.result else v for v in user.operands]
+        return True
+    return False
+
+
+def _elementwise_like(op: Op) -> bool:
+    """An elementwise op, or a fusion of them."""
+    return op.name == "minijax.fusion" or (OPS[op.name].elementwise and not op.regions)
+
+
+def _recompute(v: Value, alive: Callable[[Value], bool]) -> list[Op] | None:
+    """Copies of the elementwise ops that compute ``v`` from constants and ``alive``
+    values (in order, ``v``'s last), or None if that takes more than MAX_REMAT_OPS."""
+    copies: list[Op] = []
+    mapping: dict[Value, Value] = {}
+
+    def visit(u: Value) -> bool:
+        op = u.op
+        if u in mapping or (u is not v and alive(u)) or op.name == "stablehlo.constant":
+            return True
+        if len(copies) >= MAX_REMAT_OPS or not _elementwise_like(op) or not is_pure(op) \
+                or not all(visit(w) for w in op.operands):
+            return False
+        copy = Op(op.name, [mapping.get(w, w) for w in op.operands],
+                  [r.type for r in op.results], dict(op.attrs),
+                  [clone_block(region, {}) for region in op.regions])
+        mapping[u] = copy.results[u.index]
+        copies.append(copy)
+        return True
+
+    return copies if visit(v) else None
+
+
 DEFAULT_PIPELINE: tuple[str, ...] = ("inline_calls", "common_subexpression_elimination",
                                      "constant_folding", "simplify_select",
+                                     "simplify_tie_compares",
                                      "fold_transpose_into_dot", "algebraic_simplification",
-                                     "simplify_loop_carries",
+                                     "simplify_loop_carries", "unsign_relu_zeros",
                                      "common_subexpression_elimination",
-                                     "dead_code_elimination", "fuse_elementwise")
+                                     "dead_code_elimination", "fuse_elementwise",
+                                     "rematerialize")
