@@ -23,19 +23,19 @@ LAYERS: dict[str, list[str]] = {
     "core": ["dtypes", "core", "jaxpr", "array", "runtime", "shape_dtype"],
     "transformations": [
         "tracing", "interpreters.ad", "interpreters.partial_eval", "interpreters.transpose",
-        "interpreters.batching", "compiler.stablehlo_ops", "compiler.stablehlo",
-        "compiler.lowering", "compiler.jit", "compiler.stages",
+        "interpreters.batching", "compiler.stablehlo_ops", "compiler.stablehlo_ir",
+        "compiler.lowering", "compiler.jit_primitive",
     ],
     "primitives": [
         "lax.base", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg",
         "lax.slicing", "lax.sorting", "lax.special", "lax.convolution", "lax.parallel",
     ],
-    "api": ["autodiff", "api", "vectorize"],
+    "api": ["autodiff", "api", "vectorize", "compiler.jit", "compiler.stages"],
     "breadth": [
         "lax", "lax.control_flow", "custom_derivatives", "debug", "numpy", "scipy", "nn",
         "random", "prng", "symbolic", "test_util",
     ],
-    "backends": ["compiler", "compiler.passes", "compiler.numpy_backend",
+    "backends": ["compiler", "compiler.stablehlo", "compiler.passes", "compiler.numpy_backend",
                  "compiler.xla_backend", "compiler.eager_loops"],
     "package": [""],  # minijax/__init__.py: the public facade, imports everything
 }
