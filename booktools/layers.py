@@ -30,7 +30,8 @@ LAYERS: dict[str, list[str]] = {
         "lax.base", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg",
         "lax.slicing", "lax.sorting", "lax.special", "lax.convolution", "lax.parallel",
     ],
-    "api": ["autodiff", "api", "vectorize", "compiler.jit", "compiler.stages"],
+    "api": ["autodiff", "api", "vectorize", "compiler.jit", "compiler.dispatch",
+            "compiler.stages"],
     "breadth": [
         "lax", "lax.control_flow", "custom_derivatives", "debug", "numpy", "scipy", "nn",
         "random", "prng", "symbolic", "test_util",

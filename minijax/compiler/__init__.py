@@ -3,7 +3,8 @@
 The pipeline, one module per step::
 
     jit.py            jit(f): the cache of traced jaxprs, one entry per signature
-    jit_primitive.py  the ``jit`` primitive, its rules, compiling and dispatching a jaxpr
+    dispatch.py       running a cached signature eagerly: one job on the device's queue
+    jit_primitive.py  the ``jit`` primitive, its rules, compiling a jaxpr
     stages.py         jit(f).trace(...) -> Traced -> .lower() -> Lowered -> .compile()
     lowering.py       jaxpr -> StableHLO text (the contract with every backend)
     stablehlo_ir.py   the small graph IR lowering builds, and its printer

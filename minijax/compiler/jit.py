@@ -9,9 +9,9 @@ signature (another shape, a Python int instead of a float, a different static va
 means a new trace: that is *retracing*.
 
 Everywhere else a jitted call is the primitive ``jit``, recorded as one equation whose
-body is the cached jaxpr; the primitive, its rules and how a signature runs (compiled
-through the installed backend, then one job on the device's queue) are in
-``jit_primitive.py``. This module is the cache in front of it.
+body is the cached jaxpr: the primitive, its rules and compiling a jaxpr through the
+installed backend are ``jit_primitive.py``; running a cached signature as one job on the
+device's queue is ``dispatch.py``. This module is the cache in front of them.
 
 Two ways to jit a method (``self`` is the first argument):
 
@@ -39,12 +39,8 @@ from typing import Any
 from minijax import core, tracing
 from minijax.array import Array
 from minijax.compiler import stages
-from minijax.compiler.jit_primitive import (
-    CacheEntry,
-    dispatch,
-    jit_p,
-    tracer_consts_as_inputs,
-)
+from minijax.compiler.dispatch import CacheEntry, dispatch
+from minijax.compiler.jit_primitive import jit_p, tracer_consts_as_inputs
 from minijax.core import ShapedArray, Tracer
 from minijax.errors import check_callable
 from minijax.flags import config

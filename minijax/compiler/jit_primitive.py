@@ -10,7 +10,8 @@ and bind ``jit`` again; batching does the same; lowering makes the body a functi
 Running a body means compiling it: lowering it to a StableHLO module and handing that to
 the backend that :func:`install_backend` installed (the NumPy backend installs itself;
 it sits in a higher layer, so it is found here at call time rather than imported).
-:func:`dispatch` puts a compiled signature on the device's queue as one job.
+(Running a traced signature eagerly, as one job on the device's queue, is
+``dispatch.py``'s.)
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any, NamedTuple, TypeVar
 
 from minijax import core
 from minijax import pretty_printer as pp
-from minijax.array import Array
 from minijax.compiler import lowering
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.interpreters import ad, batching
@@ -34,7 +34,6 @@ from minijax.jaxpr import (
     Jaxpr,
     JaxprEqn,
     PrintContext,
-    has_effects,
     inputs_as_consts,
     interleave,
     pick,
@@ -42,9 +41,7 @@ from minijax.jaxpr import (
     pp_eqn_with_params,
     split_list,
 )
-from minijax.runtime import _as_array, _placement
 from minijax.tracing import trace_to_jaxpr
-from minijax.tree_util import PyTreeDef
 
 # ---------------------------------------------------------------------------------------
 # The primitive: outs = jit[name=f jaxpr={...}] *args
@@ -324,30 +321,15 @@ lowering.lowering_rules[jit_p] = _jit_lowering
 # vmap: batching rules (jit of the batched body)
 # ---------------------------------------------------------------------------------------
 
-_batched_bodies: weakref.WeakKeyDictionary[ClosedJaxpr, dict[tuple, Any]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _batched_body(body: ClosedJaxpr, axis_data: batching.AxisData, dims: tuple
-                  ) -> tuple[ClosedJaxpr, list[int | None]]:
-    """``body`` batched along ``dims``, remembered while ``body`` lives (``vmap(jit(f))``
-    called again neither re-batches nor recompiles), unless it captured tracers."""
-    table = _batched_bodies.setdefault(body, {})
-    key = (axis_data, dims)
-    if key not in table:
-        batched = batching.batch_jaxpr(body, axis_data, dims)
-        if any(isinstance(c, Tracer) for c in batched[0].consts):
-            return batched
-        table[key] = batched
-    return table[key]
-
-
 def _jit_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
                   jaxpr: ClosedJaxpr, donated_invars: tuple[bool, ...], **params: Any
                   ) -> tuple[list[Any], list[int | None]]:
     """One ``jit`` of the batched body, taking the batches where they are (as JAX's rule:
-    no batch axis is moved on the way in)."""
-    body, out_dims = _batched_body(jaxpr, axis_data, tuple(dims))
+    no batch axis is moved on the way in). The batched body is remembered like the
+    derived bodies above: ``vmap(jit(f))`` called again neither re-batches nor recompiles."""
+    key = ("batch", axis_data, tuple(dims))
+    body, out_dims = _memoized(jaxpr, key,
+                               lambda: batching.batch_jaxpr(jaxpr, axis_data, tuple(dims)))
     body, captured = tracer_consts_as_inputs(body)
     outs = jit_p.bind(*captured, *vals, jaxpr=body,
                       donated_invars=(False,) * len(captured) + donated_invars, **params)
@@ -425,68 +407,12 @@ def use_executable(closed: ClosedJaxpr, executable: Callable[..., list[Any]]) ->
     _executables[closed] = executable
 
 
-def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
-    """Run a traced signature eagerly: one job on the device's queue. The output arrays
-    are returned at once and filled in when the worker gets to the job."""
-    for leaf in leaves:
-        if type(leaf) is not Array:
-            leaves = [_as_array(x) for x in leaves]
-            break
-    device, committed = _placement(jit_p, leaves)
-    program = entry.program
-    if program is None:
-        params = entry.params
-        program = entry.program = Program(params["name"], executable_for(
-            params["jaxpr"], params["name"], params["keep_unused"]))
-    outs = [Array(aval, None, device, committed) for aval in entry.out_avals]
-    device.enqueue((program, leaves, _NO_PARAMS, outs))
-    if entry.has_effects:  # a debug print: let it happen before the call returns
-        device.synchronize()
-    return outs
 
-
-_NO_PARAMS: dict[str, Any] = {}
 
 
 # ---------------------------------------------------------------------------------------
-# A traced signature, and captured tracers
+# Captured tracers
 # ---------------------------------------------------------------------------------------
-
-
-class CacheEntry:
-    """One traced signature: the equation's params (which hold the jaxpr), the inputs'
-    tree, types and names, the outputs' tree and types, whether the program prints (then
-    a call waits for the device, so that the output appears in program order), and the
-    compiled program (made on the first eager call)."""
-
-    __slots__ = ("params", "in_tree", "in_avals", "arg_names", "out_avals", "out_tree",
-                 "has_effects", "inline", "program")
-
-    def __init__(self, params: dict[str, Any], in_tree: PyTreeDef,
-                 arg_names: Sequence[str], out_tree: PyTreeDef, inline: bool) -> None:
-        self.params = params
-        self.in_tree = in_tree
-        self.in_avals = params["jaxpr"].in_avals
-        self.arg_names = tuple(arg_names)
-        self.out_avals = params["jaxpr"].out_avals
-        self.out_tree = out_tree
-        self.has_effects = has_effects(params["jaxpr"].jaxpr)
-        self.inline = inline
-        self.program: Program | None = None
-
-    def unflatten(self, outs: list[Any]) -> Any:
-        return outs[0] if self.out_tree.node_data() is None else self.out_tree.unflatten(outs)
-
-
-class Program(Primitive):
-    """A compiled program packaged as a job for a device's worker, which runs a job by
-    calling ``impl`` on the inputs' NumPy values (as it does for a primitive)."""
-
-    def __init__(self, name: str, run: Callable[..., list[Any]]) -> None:
-        super().__init__(name, multiple_results=True)
-        # A NumPy-backend executable silences NumPy's warnings around its generated
-        # function; a device runs its jobs with them off already, so call that directly.
-        self.impl = getattr(run, "fn", run)  # type: ignore[method-assign]
 
 
 def tracer_consts_as_inputs(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
@@ -503,4 +429,4 @@ def tracer_consts_as_inputs(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]
             [c for c, t in zip(closed.consts, is_tracer) if t])
 
 
-__all__ = ["Backend", "CacheEntry", "dispatch", "install_backend", "jit_p"]
+__all__ = ["Backend", "executable_for", "install_backend", "jit_p"]

@@ -692,8 +692,3 @@ def print_module(module: Module) -> str:
     funcs = "\n".join(print_func(f) for f in module.funcs)
     return (f"module {format_symbol(module.name)} attributes {Module.ATTRIBUTES} {{\n"
             f"{funcs}\n}}\n")
-
-
-# ---------------------------------------------------------------------------------------
-# The parser: tokens, then recursive descent
-# ---------------------------------------------------------------------------------------

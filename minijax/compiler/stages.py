@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from minijax import core
-from minijax.compiler import jit_primitive, lowering
+from minijax.compiler import dispatch, jit_primitive, lowering
 from minijax.core import ShapedArray
 from minijax.jaxpr import ClosedJaxpr
 from minijax.runtime import host_to_array
@@ -37,9 +37,9 @@ def _shape_dtype(aval: ShapedArray) -> ShapeDtypeStruct:
 
 
 class _Stage:
-    """What every stage knows: the traced signature (see ``jit_primitive.CacheEntry``)."""
+    """What every stage knows: the traced signature (see ``dispatch.CacheEntry``)."""
 
-    def __init__(self, fun_name: str, entry: jit_primitive.CacheEntry) -> None:
+    def __init__(self, fun_name: str, entry: dispatch.CacheEntry) -> None:
         self.fun_name = fun_name
         self._entry = entry
 
@@ -88,7 +88,7 @@ class Traced(_Stage):
 class Lowered(_Stage):
     """The jaxpr lowered to a StableHLO module, the text every backend compiles."""
 
-    def __init__(self, fun_name: str, entry: jit_primitive.CacheEntry) -> None:
+    def __init__(self, fun_name: str, entry: dispatch.CacheEntry) -> None:
         super().__init__(fun_name, entry)
         result_names = [f"result{path}" for path in leaf_paths(entry.out_tree)]
         self._text = lowering.lower_jaxpr(
@@ -109,7 +109,7 @@ class Lowered(_Stage):
 class Compiled(_Stage):
     """The compiled program: call it with arrays of the types it was compiled for."""
 
-    def __init__(self, fun_name: str, entry: jit_primitive.CacheEntry, text: str) -> None:
+    def __init__(self, fun_name: str, entry: dispatch.CacheEntry, text: str) -> None:
         super().__init__(fun_name, entry)
         self._executable = jit_primitive.backend().compile_text(text)
         used = None if entry.params["keep_unused"] else lowering.used_inputs(self._closed_jaxpr)
@@ -132,11 +132,11 @@ class Compiled(_Stage):
         if core.current_trace() is not core.eval_trace:
             outs = jit_primitive.jit_p.bind(*leaves, **self._entry.params)
         else:
-            outs = jit_primitive.dispatch(self._entry, leaves)
+            outs = dispatch.dispatch(self._entry, leaves)
         return tree_unflatten(self.out_tree, outs)
 
 
-def _check_types(entry: jit_primitive.CacheEntry, avals: list[ShapedArray]) -> None:
+def _check_types(entry: dispatch.CacheEntry, avals: list[ShapedArray]) -> None:
     """JAX's TypeError naming every argument whose shape or dtype differs (weak types may)."""
     mismatches = [
         f"Argument '{name}' compiled with {want.str_long()} and called with {got.str_long()}"
