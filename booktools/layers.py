@@ -46,11 +46,11 @@ PURPOSE = {
     "utilities": "errors, flags, pytrees, pretty printing",
     "core": "dtypes, avals, primitives, traces, jaxprs, the Array and its runtime",
     "transformations": "tracing, JVP, partial evaluation, transposition, batching, "
-                       "jit, lowering",
+                       "the jit primitive, lowering",
     "primitives": "lax: each primitive with all its rules",
-    "api": "grad, vjp, jacfwd, ..., device_put",
+    "api": "grad, vjp, vmap, jit and its stages, ..., device_put",
     "breadth": "control flow, jax.numpy, scipy, nn, random",
-    "backends": "the mini-XLA (passes, NumPy code) and real XLA",
+    "backends": "the StableHLO reader, the mini-XLA (passes, NumPy code), real XLA",
     "package": "import minijax",
 }
 
