@@ -23,19 +23,20 @@ LAYERS: dict[str, list[str]] = {
     "core": ["dtypes", "core", "jaxpr", "array", "runtime", "shape_dtype"],
     "transformations": [
         "tracing", "interpreters.ad", "interpreters.partial_eval", "interpreters.transpose",
-        "interpreters.batching", "compiler.stablehlo_ops", "compiler.stablehlo",
-        "compiler.lowering", "compiler.jit", "compiler.stages",
+        "interpreters.batching", "compiler.stablehlo_ops", "compiler.stablehlo_ir",
+        "compiler.lowering", "compiler.jit_primitive",
     ],
     "primitives": [
         "lax.base", "lax.cpu_math", "lax.elementwise", "lax.shapes", "lax.reductions", "lax.linalg",
         "lax.slicing", "lax.sorting", "lax.special", "lax.convolution", "lax.parallel",
     ],
-    "api": ["autodiff", "api", "vectorize"],
+    "api": ["autodiff", "api", "vectorize", "compiler.jit", "compiler.dispatch",
+            "compiler.stages"],
     "breadth": [
         "lax", "lax.control_flow", "custom_derivatives", "debug", "numpy", "scipy", "nn",
         "random", "prng", "symbolic", "test_util",
     ],
-    "backends": ["compiler", "compiler.passes", "compiler.numpy_backend",
+    "backends": ["compiler", "compiler.stablehlo", "compiler.passes", "compiler.numpy_backend",
                  "compiler.xla_backend", "compiler.eager_loops"],
     "package": [""],  # minijax/__init__.py: the public facade, imports everything
 }
@@ -45,11 +46,11 @@ PURPOSE = {
     "utilities": "errors, flags, pytrees, pretty printing",
     "core": "dtypes, avals, primitives, traces, jaxprs, the Array and its runtime",
     "transformations": "tracing, JVP, partial evaluation, transposition, batching, "
-                       "jit, lowering",
+                       "the jit primitive, lowering",
     "primitives": "lax: each primitive with all its rules",
-    "api": "grad, vjp, jacfwd, ..., device_put",
+    "api": "grad, vjp, vmap, jit and its stages, ..., device_put",
     "breadth": "control flow, jax.numpy, scipy, nn, random",
-    "backends": "the mini-XLA (passes, NumPy code) and real XLA",
+    "backends": "the StableHLO reader, the mini-XLA (passes, NumPy code), real XLA",
     "package": "import minijax",
 }
 

@@ -22,7 +22,7 @@ import numpy as np
 from minijax import runtime
 from minijax.array import Array
 from minijax.compiler import lowering
-from minijax.compiler.stablehlo import Typed
+from minijax.compiler.stablehlo_ir import Typed
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import ad, batching
 from minijax.jaxpr import effectful_primitives

@@ -1,4 +1,5 @@
-"""``jit`` composed with automatic differentiation (the rules in ``minijax/compiler/jit.py``).
+"""``jit`` composed with automatic differentiation (the rules are in
+``minijax/compiler/jit_primitive.py``).
 
 * Values: every way of composing jit with jvp, vjp, grad and higher derivatives, with
   control flow on either side of the jit and custom rules inside it, against JAX.
@@ -19,7 +20,7 @@ import pytest
 import minijax
 import minijax.numpy as jnp
 from minijax import runtime
-from minijax.compiler import jit as jit_module
+from minijax.compiler import jit_primitive
 from tests.oracle import check_program, namespaces
 
 jax = pytest.importorskip("jax")
@@ -315,13 +316,13 @@ def jobs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the jaxprs compiled while the test runs."""
     names: list[str] = []
-    compile_jaxpr = jit_module.compile_jaxpr
+    compile_jaxpr = jit_primitive.compile_jaxpr
 
     def recording(closed, name, keep_unused=False):
         names.append(name)
         return compile_jaxpr(closed, name, keep_unused)
 
-    monkeypatch.setattr(jit_module, "compile_jaxpr", recording)
+    monkeypatch.setattr(jit_primitive, "compile_jaxpr", recording)
     return names
 
 

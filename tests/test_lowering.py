@@ -20,7 +20,8 @@ import pytest
 
 import minijax
 from minijax.compiler import lowering, numpy_backend, xla_backend
-from minijax.compiler.stablehlo import parse_module, print_module
+from minijax.compiler.stablehlo import parse_module
+from minijax.compiler.stablehlo_ir import print_module
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import partial_eval as pe
 from minijax.jaxpr import ClosedJaxpr, JaxprEqn

@@ -19,9 +19,8 @@ import pytest
 
 import minijax
 from minijax import lax
-from minijax.compiler import jit as jit_module
-from minijax.compiler import lowering, numpy_backend, xla_backend
-from minijax.compiler.stablehlo import print_module
+from minijax.compiler import jit_primitive, lowering, numpy_backend, xla_backend
+from minijax.compiler.stablehlo_ir import print_module
 from minijax.core import Primitive
 from minijax.lax.base import INEXACT, defjvp, operand, unary_rule
 from tests.oracle import tolerances
@@ -107,8 +106,8 @@ def test_jit_on_the_xla_backend(monkeypatch: pytest.MonkeyPatch) -> None:
         compiled.append(module)
         return xla_backend.compile(print_module(module))
 
-    monkeypatch.setattr(jit_module, "_backend",
-                        jit_module.Backend(compile_module, xla_backend.compile))
+    monkeypatch.setattr(jit_primitive, "_backend",
+                        jit_primitive.Backend(compile_module, xla_backend.compile))
     out = minijax.jit(lambda x: cube(x) - x)(X)
     assert compiled, "jit did not compile through the XLA backend"
     np.testing.assert_allclose(np.asarray(out), X ** 3 - X, **F32)

@@ -24,7 +24,8 @@ import minijax
 import minijax.numpy as mjnp
 from minijax import lax as mlax
 from minijax.compiler import lowering, numpy_backend, passes
-from minijax.compiler.stablehlo import Op, parse_module, print_module, walk_ops
+from minijax.compiler.stablehlo import parse_module, walk_ops
+from minijax.compiler.stablehlo_ir import Op, print_module
 from minijax.jaxpr import eval_closed_jaxpr
 from minijax.tree_util import tree_leaves
 

@@ -24,8 +24,7 @@ from hypothesis import strategies as st
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
-from minijax.compiler import eager_loops, lowering, numpy_backend
-from minijax.compiler import jit as jit_module
+from minijax.compiler import eager_loops, jit_primitive, lowering, numpy_backend
 from minijax.compiler.stablehlo import walk_ops
 from tests.oracle import tolerances
 
@@ -297,7 +296,7 @@ def test_jit_hands_the_backend_its_module(monkeypatch: pytest.MonkeyPatch) -> No
     f = lambda x: jnp.sin(x) + 1.0
     x = jnp.ones(3)
     np.testing.assert_allclose(np.asarray(minijax.jit(f)(x)), np.sin(1.0) + 1.0, rtol=1e-6)
-    assert parsed == [] and jit_module.compile_jaxpr is not None
+    assert parsed == [] and jit_primitive.compile_jaxpr is not None
     minijax.jit(f).lower(x).compile()
     assert len(parsed) == 1
 

@@ -4,7 +4,7 @@
 of each primitive to emit StableHLO ops into the function being built. The rules are
 registered in one table, :data:`lowering_rules`, keyed by primitive, by the modules
 that define the primitives (this one defines none): ``rule(ctx, *operands,
-**params)`` receives the operands as :class:`~minijax.compiler.stablehlo.Value` s and
+**params)`` receives the operands as :class:`~minijax.compiler.stablehlo_ir.Value` s and
 returns the results. ``ctx.b`` is a :class:`Builder` that appends ops; ``ctx.avals_in``
 and ``ctx.avals_out`` are the equation's abstract values.
 
@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from minijax import dtypes
-from minijax.compiler.stablehlo import (
+from minijax.compiler.stablehlo_ir import (
     Block,
     Func,
     Module,

@@ -26,8 +26,9 @@ import ml_dtypes
 import numpy as np
 
 from minijax import lax
-from minijax.compiler import jit, lowering, passes
-from minijax.compiler.stablehlo import (
+from minijax.compiler import jit_primitive, lowering, passes
+from minijax.compiler.stablehlo import parse_module, walk_ops
+from minijax.compiler.stablehlo_ir import (
     Block,
     Func,
     Module,
@@ -36,10 +37,8 @@ from minijax.compiler.stablehlo import (
     Value,
     compact_reduce_body,
     is_splat,
-    parse_module,
     print_module,
     value_names,
-    walk_ops,
 )
 from minijax.compiler.stablehlo_ops import OPS, OpInfo
 from minijax.core import ShapedArray
@@ -1427,4 +1426,5 @@ def compile_module(module: Module, pipeline: Sequence[str] = passes.DEFAULT_PIPE
     return Executable(module, source, namespace[main.name], in_avals, out_avals)
 
 
-jit.install_backend(jit.Backend(compile_module=compile_module, compile_text=compile))
+jit_primitive.install_backend(
+    jit_primitive.Backend(compile_module=compile_module, compile_text=compile))

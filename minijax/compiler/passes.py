@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from minijax.compiler.stablehlo import (
+from minijax.compiler.stablehlo import walk_ops
+from minijax.compiler.stablehlo_ir import (
     Block,
     Func,
     Module,
@@ -39,7 +40,6 @@ from minijax.compiler.stablehlo import (
     Value,
     compact_reduce_body,
     is_splat,
-    walk_ops,
 )
 from minijax.compiler.stablehlo_ops import OPS
 

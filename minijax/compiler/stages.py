@@ -18,8 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from minijax import core
-from minijax.compiler import jit as jit_module
-from minijax.compiler import lowering
+from minijax.compiler import dispatch, jit_primitive, lowering
 from minijax.core import ShapedArray
 from minijax.jaxpr import ClosedJaxpr
 from minijax.runtime import host_to_array
@@ -38,9 +37,9 @@ def _shape_dtype(aval: ShapedArray) -> ShapeDtypeStruct:
 
 
 class _Stage:
-    """What every stage knows: the traced signature (see ``jit.CacheEntry``)."""
+    """What every stage knows: the traced signature (see ``dispatch.CacheEntry``)."""
 
-    def __init__(self, fun_name: str, entry: jit_module.CacheEntry) -> None:
+    def __init__(self, fun_name: str, entry: dispatch.CacheEntry) -> None:
         self.fun_name = fun_name
         self._entry = entry
 
@@ -89,7 +88,7 @@ class Traced(_Stage):
 class Lowered(_Stage):
     """The jaxpr lowered to a StableHLO module, the text every backend compiles."""
 
-    def __init__(self, fun_name: str, entry: jit_module.CacheEntry) -> None:
+    def __init__(self, fun_name: str, entry: dispatch.CacheEntry) -> None:
         super().__init__(fun_name, entry)
         result_names = [f"result{path}" for path in leaf_paths(entry.out_tree)]
         self._text = lowering.lower_jaxpr(
@@ -110,12 +109,12 @@ class Lowered(_Stage):
 class Compiled(_Stage):
     """The compiled program: call it with arrays of the types it was compiled for."""
 
-    def __init__(self, fun_name: str, entry: jit_module.CacheEntry, text: str) -> None:
+    def __init__(self, fun_name: str, entry: dispatch.CacheEntry, text: str) -> None:
         super().__init__(fun_name, entry)
-        self._executable = jit_module.backend().compile_text(text)
+        self._executable = jit_primitive.backend().compile_text(text)
         used = None if entry.params["keep_unused"] else lowering.used_inputs(self._closed_jaxpr)
-        jit_module.use_executable(self._closed_jaxpr,
-                                  jit_module.with_used_inputs(self._executable, used))
+        jit_primitive.use_executable(self._closed_jaxpr,
+                                  jit_primitive.with_used_inputs(self._executable, used))
 
     def as_text(self) -> str:
         """The generated Python source."""
@@ -131,13 +130,13 @@ class Compiled(_Stage):
         leaves = [host_to_array(x) for x in leaves]
         _check_types(self._entry, [x.aval for x in leaves])
         if core.current_trace() is not core.eval_trace:
-            outs = jit_module.jit_p.bind(*leaves, **self._entry.params)
+            outs = jit_primitive.jit_p.bind(*leaves, **self._entry.params)
         else:
-            outs = jit_module.dispatch(self._entry, leaves)
+            outs = dispatch.dispatch(self._entry, leaves)
         return tree_unflatten(self.out_tree, outs)
 
 
-def _check_types(entry: jit_module.CacheEntry, avals: list[ShapedArray]) -> None:
+def _check_types(entry: dispatch.CacheEntry, avals: list[ShapedArray]) -> None:
     """JAX's TypeError naming every argument whose shape or dtype differs (weak types may)."""
     mismatches = [
         f"Argument '{name}' compiled with {want.str_long()} and called with {got.str_long()}"
@@ -159,12 +158,3 @@ def _pytree_mismatch(compiled: PyTreeDef, called: PyTreeDef) -> str:
              for path, thing1, thing2, why in diffs]
     return ("Function compiled with input pytree does not match the input pytree it was "
             f"called with. There are {len(lines)} mismatches, including:\n" + "\n".join(lines))
-
-
-def trace(jitted: jit_module.Jitted, args: tuple, kwargs: dict) -> Traced:
-    """``jit(f).trace(*args, **kwargs)``."""
-    entry, _, consts = jitted._entry(args, kwargs)
-    if consts:
-        raise TypeError("jit(f).trace() cannot be used inside a transformation of a "
-                        "function that f closes over")
-    return Traced(jitted._name, entry)

@@ -32,7 +32,7 @@ import numpy as np
 from minijax import core, dtypes, errors
 from minijax.array import Array, is_jax_value
 from minijax.compiler.lowering import RuleContext, _region, lowering_rules, register
-from minijax.compiler.stablehlo import TensorType, Value
+from minijax.compiler.stablehlo_ir import TensorType, Value
 from minijax.core import Primitive, ShapedArray, Tracer, is_concrete
 from minijax.interpreters import ad, batching
 from minijax.interpreters.ad import (

@@ -21,7 +21,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.compiler.lowering import RuleContext, lowering_rules, register
-from minijax.compiler.stablehlo import TensorType, Value
+from minijax.compiler.stablehlo_ir import TensorType, Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import batching
 from minijax.interpreters.ad import (

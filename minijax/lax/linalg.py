@@ -20,7 +20,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.compiler import lowering
-from minijax.compiler.stablehlo import Dense, Opaque, TensorType, Typed, Value
+from minijax.compiler.stablehlo_ir import Dense, Opaque, TensorType, Typed, Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import ad, batching
 from minijax.interpreters.transpose import deftranspose

@@ -20,7 +20,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.compiler.lowering import RuleContext, lowering_rules, register
-from minijax.compiler.stablehlo import Value
+from minijax.compiler.stablehlo_ir import Value
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.interpreters import batching
 from minijax.interpreters.ad import deflinear, defzero

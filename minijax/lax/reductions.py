@@ -24,7 +24,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.compiler.lowering import Builder, RuleContext, _region, lowering_rules
-from minijax.compiler.stablehlo import Dense, DenseArray, TensorType, Value
+from minijax.compiler.stablehlo_ir import Dense, DenseArray, TensorType, Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import batching
 from minijax.interpreters.ad import deflinear, defzero, jvp_of, jvp_rules

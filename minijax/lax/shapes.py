@@ -20,7 +20,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.compiler.lowering import Builder, RuleContext, register, tensor_type
-from minijax.compiler.stablehlo import TensorType, Value
+from minijax.compiler.stablehlo_ir import TensorType, Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import batching
 from minijax.interpreters.ad import deflinear, defzero, instantiate

@@ -36,7 +36,7 @@ from minijax import dtypes
 from minijax.array import Array
 from minijax.compiler import lowering
 from minijax.compiler.lowering import RuleContext, register
-from minijax.compiler.stablehlo import DenseArray, Struct, TensorType, Value
+from minijax.compiler.stablehlo_ir import DenseArray, Struct, TensorType, Value
 from minijax.core import Primitive, ShapedArray, Tracer
 from minijax.interpreters import ad, batching
 from minijax.interpreters.ad import deflinear, instantiate

@@ -20,7 +20,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.compiler import lowering
-from minijax.compiler.stablehlo import TensorType, Typed, Value
+from minijax.compiler.stablehlo_ir import TensorType, Typed, Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import ad, batching
 from minijax.lax.base import ORDERED, check_dtype, operand, transpose_p

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from minijax.compiler import lowering
-from minijax.compiler.stablehlo import Value
+from minijax.compiler.stablehlo_ir import Value
 from minijax.core import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.base import FLOAT, _api, exp, full_like, unary_primitive

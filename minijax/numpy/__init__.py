@@ -20,8 +20,6 @@ from minijax.numpy.creation import (
     array,
     asarray,
     copy,
-    diag,
-    diagonal,
     empty,
     empty_like,
     eye,

@@ -22,7 +22,8 @@ __all__ = ["digitize", "histogram", "histogram_bin_edges", "interp"]
 def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Any:
     """For each x, the index i of its bin: bins[i-1] <= x < bins[i] (``<`` and ``<=``
     swapped with ``right``); bins may be increasing or decreasing."""
-    from minijax.numpy import searchsorted, where
+    from minijax.numpy.sorting import searchsorted
+    from minijax.numpy.ufuncs import where
 
     check_arraylike("digitize", x, bins)
     x, bins = asarray(x), asarray(bins)
@@ -42,7 +43,8 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None,
                         weights: Any = None) -> Any:
     """``bins`` itself if it is an array of edges; otherwise ``bins + 1`` evenly spaced
     edges from the smallest to the largest value (or over ``range``)."""
-    from minijax.numpy import linspace, max, min
+    from minijax.numpy.creation import linspace
+    from minijax.numpy.reductions import max, min
 
     check_arraylike("histogram_bin_edges", a)
     (a,) = promote_dtypes_inexact(asarray(a))
@@ -66,7 +68,12 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
               density: bool | None = None) -> tuple[Any, Any]:
     """(counts, edges): how many values (or how much weight) fall in each bin; the last
     bin includes its right edge. ``density`` divides by total and bin width."""
-    from minijax.numpy import diff, ravel, searchsorted, sum, where, zeros
+    from minijax.numpy.calculus import diff
+    from minijax.numpy.creation import zeros
+    from minijax.numpy.manipulation import ravel
+    from minijax.numpy.reductions import sum
+    from minijax.numpy.sorting import searchsorted
+    from minijax.numpy.ufuncs import where
 
     edges = histogram_bin_edges(a, bins, range, weights)
     a = ravel(promote_dtypes_inexact(asarray(a))[0])
@@ -89,7 +96,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     """The piecewise-linear function through the points (xp, fp) at ``x``; ``left`` and
     ``right`` (default: fp's end values) outside [xp[0], xp[-1]]. With ``period``, the
     points repeat with that period."""
-    from minijax.numpy import argsort, clip, concatenate, remainder, searchsorted, where
+    from minijax.numpy.manipulation import concatenate
+    from minijax.numpy.sorting import argsort, searchsorted
+    from minijax.numpy.ufuncs import clip, remainder, where
 
     check_arraylike("interp", x, xp, fp)
     x, xp, fp = promote_dtypes_inexact(asarray(x), asarray(xp), asarray(fp))

@@ -36,7 +36,8 @@ def _step_difference(a: Any, axis: int) -> Any:
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """The ``n``-th discrete difference along ``axis``; ``prepend``/``append`` are joined
     to ``a`` first (a scalar is broadcast to one slice)."""
-    from minijax.numpy import broadcast_to, concatenate
+    from minijax.numpy.manipulation import concatenate
+    from minijax.numpy.promotion import broadcast_to
 
     check_arraylike("diff", a)
     a = asarray(a)
@@ -65,7 +66,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
 
 def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     """The differences of ``ary`` flattened, with ``to_begin``/``to_end`` around them."""
-    from minijax.numpy import concatenate, ravel
+    from minijax.numpy.manipulation import concatenate, ravel
 
     check_arraylike("ediff1d", ary, *(x for x in (to_begin, to_end) if x is not None))
     result = _step_difference(ravel(ary), 0)
@@ -78,7 +79,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
 def _cumulative(name: str, lax_fn: Any, identity: int) -> Any:
     def accumulate(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                    include_initial: bool = False) -> Any:
-        from minijax.numpy import cumprod, cumsum
+        from minijax.numpy.reductions import cumprod, cumsum
 
         check_arraylike(name, x)
         x = asarray(x)
@@ -109,7 +110,9 @@ cumulative_prod = _cumulative("cumulative_prod", lax.cumprod, 1)
 def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     """∫ y along ``axis`` by the trapezoidal rule: Σ Δx[i] (y[i] + y[i+1]) / 2, where the
     widths Δx are ``dx``, or the differences of the sample points ``x``."""
-    from minijax.numpy import multiply, reshape, sum
+    from minijax.numpy.manipulation import reshape
+    from minijax.numpy.reductions import sum
+    from minijax.numpy.ufuncs import multiply
 
     check_arraylike("trapezoid", y, *(() if x is None else (x,)))
     if x is None:
@@ -131,7 +134,7 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
 def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int | None = None) -> Any:
     """Central differences inside, one-sided at the edges (spacing 1, or the scalar
     spacings given), along each axis; a list of arrays unless there is one axis."""
-    from minijax.numpy import concatenate
+    from minijax.numpy.manipulation import concatenate
 
     if edge_order is not None and edge_order != 1:
         raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")

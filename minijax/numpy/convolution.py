@@ -25,7 +25,8 @@ _MODES = ["full", "same", "valid"]
 
 def _slide(name: str, a: Any, v: Any, mode: str, flip: bool, precision: Any,
            preferred_element_type: Any) -> Any:
-    from minijax.numpy import conj, matmul
+    from minijax.numpy.products import matmul
+    from minijax.numpy.ufuncs import conj
 
     check_arraylike(name, a, v)
     a, v = promote_dtypes_inexact(asarray(a), asarray(v))

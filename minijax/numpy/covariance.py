@@ -10,8 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from minijax import lax
-from minijax.numpy.creation import asarray
+from minijax.numpy import reductions
+from minijax.numpy.creation import array, asarray
+from minijax.numpy.logic import iscomplexobj
+from minijax.numpy.manipulation import atleast_2d, concatenate, squeeze
+from minijax.numpy.products import matmul
 from minijax.numpy.promotion import check_arraylike, promote_dtypes_inexact
+from minijax.numpy.rearranging import diag
+from minijax.numpy.ufuncs import clip, conj, imag, real, sqrt
 
 __all__ = ["corrcoef", "cov"]
 
@@ -19,21 +25,19 @@ __all__ = ["corrcoef", "cov"]
 def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
         fweights: Any = None, aweights: Any = None, dtype: Any = None) -> Any:
     """The covariance matrix of the variables in the rows of ``m`` (and of ``y``)."""
-    from minijax import numpy as jnp
-
     check_arraylike("cov", m)
-    (x,) = promote_dtypes_inexact(jnp.atleast_2d(asarray(m)))
+    (x,) = promote_dtypes_inexact(atleast_2d(asarray(m)))
     if dtype is not None:
         x = x.astype(dtype)
     if not rowvar and x.shape[0] != 1:
         x = x.T
     if y is not None:
-        (other,) = promote_dtypes_inexact(jnp.atleast_2d(asarray(y)))
+        (other,) = promote_dtypes_inexact(atleast_2d(asarray(y)))
         if not rowvar and other.shape[0] != 1:
             other = other.T
-        x = jnp.concatenate(promote_dtypes_inexact(x, other), axis=0)
+        x = concatenate(promote_dtypes_inexact(x, other), axis=0)
     if x.shape[0] == 0:
-        return jnp.array([]).reshape(0, 0)
+        return array([]).reshape(0, 0)
     ddof = (0 if bias else 1) if ddof is None else ddof
     weights = None
     if fweights is not None:
@@ -41,32 +45,30 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
     if aweights is not None:
         weights = asarray(aweights) if weights is None else weights * asarray(aweights)
     if weights is None:
-        mean = jnp.mean(x, axis=1, keepdims=True)
+        mean = reductions.mean(x, axis=1, keepdims=True)
         count = x.shape[1] - ddof
     else:
         weights = weights.astype(x.dtype)
-        total = jnp.sum(weights)
-        mean = jnp.sum(x * weights, axis=1, keepdims=True) / total
+        total = reductions.sum(weights)
+        mean = reductions.sum(x * weights, axis=1, keepdims=True) / total
         if aweights is None:
             count = total - ddof
         else:
-            count = total - ddof * jnp.sum(weights * asarray(aweights)) / total
+            count = total - ddof * reductions.sum(weights * asarray(aweights)) / total
     centred = x - mean
     scaled = centred if weights is None else centred * weights
-    product = jnp.matmul(scaled, jnp.conj(centred).T)
-    return jnp.squeeze(lax.div(product, lax.convert_element_type(count, product.dtype)))
+    product = matmul(scaled, conj(centred).T)
+    return squeeze(lax.div(product, lax.convert_element_type(count, product.dtype)))
 
 
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
     """Pearson correlation coefficients: the covariance matrix, normalised."""
-    from minijax import numpy as jnp
-
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return lax.div(c, c)
-    d = jnp.diag(c)
-    stddev = jnp.sqrt(jnp.real(d)).astype(c.dtype)
+    d = diag(c)
+    stddev = sqrt(real(d)).astype(c.dtype)
     c = c / stddev[:, None] / stddev[None, :]
-    if jnp.iscomplexobj(c):
-        return lax.complex(jnp.clip(jnp.real(c), -1, 1), jnp.clip(jnp.imag(c), -1, 1))
-    return jnp.clip(c, -1, 1)
+    if iscomplexobj(c):
+        return lax.complex(clip(real(c), -1, 1), clip(imag(c), -1, 1))
+    return clip(c, -1, 1)

@@ -1,5 +1,5 @@
 """Making arrays: from Python and NumPy data, from shapes (zeros, ones, full), ranges
-(arange, linspace), and matrices with structure (eye, tri, diag).
+(arange, linspace), and matrices with structure (eye, tri, tril, triu).
 
 Values from the host get JAX's dtypes: canonicalised (float64 becomes float32 unless x64
 is on), and *weak* if they were bare Python scalars -- ``jnp.asarray(1.0)`` is a weak
@@ -273,7 +273,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:
     """``base ** linspace(start, stop)``: values evenly spaced on a log scale."""
-    from minijax.numpy import power
+    from minijax.numpy.ufuncs import power
 
     user_dtype = None if dtype is None else dtypes.check_and_canonicalize_user_dtype(
         dtype, "logspace")
@@ -285,7 +285,7 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
               dtype: Any = None, axis: int = 0) -> Any:
     """Values evenly spaced on a log scale from ``start`` to ``stop`` (same sign)."""
-    from minijax.numpy import exp, log, sign
+    from minijax.numpy.ufuncs import exp, log, sign
 
     user_dtype = None if dtype is None else dtypes.check_and_canonicalize_user_dtype(
         dtype, "geomspace")
@@ -371,51 +371,6 @@ def tril(m: Any, k: int = 0) -> Any:
 def triu(m: Any, k: int = 0) -> Any:
     """``m`` with the elements below the ``k``-th diagonal set to zero."""
     return _triangle("triu", m, operator.index(k), below=False)
-
-
-@partial(jit, static_argnames=("offset", "axis1", "axis2"))
-def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    """The ``offset``-th diagonal of the matrices in dimensions ``axis1``, ``axis2``,
-    as the last dimension of the result."""
-    from minijax.numpy.manipulation import moveaxis
-
-    a = asarray(a)
-    if a.ndim < 2:
-        raise ValueError("diagonal requires an array of at least two dimensions.")
-    a = moveaxis(a, (axis1, axis2), (-2, -1))
-    rows, columns = a.shape[-2:]
-    offset = operator.index(offset)
-    length = max(min(rows + min(offset, 0), columns - max(offset, 0)), 0)
-    if length == 0:  # nothing to gather (from a matrix that may have no elements)
-        return lax.full((*a.shape[:-2], 0), 0, a.dtype)
-    # Two index vectors 0, 1, ...; the second one shifted by |offset| goes with the axis
-    # the diagonal starts late in: columns above the main diagonal, rows below it.
-    first, second = lax.iota(np.int32, length), lax.iota(np.int32, length)
-    if offset == 0:
-        return a[..., first, second]
-    shifted = lax.add(np.int32(abs(offset)), second)
-    return a[..., first, shifted] if offset > 0 else a[..., shifted, first]
-
-
-def diag(v: Any, k: int = 0) -> Any:
-    """The ``k``-th diagonal of a matrix, or a matrix with vector ``v`` on that diagonal."""
-    return _diag(asarray(v), operator.index(k))
-
-
-@partial(jit, static_argnames=("k",))
-def _diag(v: Any, k: int) -> Any:
-    if v.ndim == 2:
-        return diagonal(v, k)
-    if v.ndim != 1:
-        raise ValueError("diag input must be 1d or 2d")
-    from minijax.numpy.ufuncs import where
-
-    n = v.shape[0] + abs(k)
-    # Row i holds padded[i]: v[i] at (i, i + k) above the diagonal, v[i - |k|] below it.
-    zero = lax.convert_element_type(0, v.dtype)
-    padded = lax.pad(v, zero, [(0, k, 0)] if k >= 0 else [(-k, 0, 0)])
-    mask = diagonal_mask((n, n), 0, 1, k)
-    return where(mask, lax.broadcast_in_dim(padded, (n, 1), (0,)), zero)
 
 
 # ---------------------------------------------------------------------------------------

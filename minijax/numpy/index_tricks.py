@@ -76,7 +76,7 @@ def diag_indices_from(arr: Any) -> tuple[Any, ...]:
 def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     """The multi-index of each flat index in an array of ``shape`` (C order); negative
     indices count from the end, out-of-range ones are clipped."""
-    from minijax.numpy import clip, floor_divide, remainder, where
+    from minijax.numpy.ufuncs import clip, floor_divide, remainder, where
 
     check_arraylike("unravel_index", indices)
     indices = asarray(indices)
@@ -97,7 +97,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
     """The flat index (C order) of each multi-index; ``mode`` says what to do with
     indices out of range: ``wrap`` them, ``clip`` them, or (``raise``) check them, which
     needs concrete values."""
-    from minijax.numpy import add, clip, multiply, remainder
+    from minijax.numpy.ufuncs import add, clip, multiply, remainder
 
     if order != "C":
         raise NotImplementedError("minijax's ravel_multi_index supports order='C' only")

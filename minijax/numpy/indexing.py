@@ -41,7 +41,7 @@ from minijax.lax.slicing import (
     ScatterDimensionNumbers,
     slice_p,
 )
-from minijax.numpy.promotion import result_type
+from minijax.numpy.promotion import broadcast_to, result_type
 
 # ---------------------------------------------------------------------------------------
 # Parsing an index
@@ -668,7 +668,8 @@ class _IndexUpdateRef:
     def divide(self, values: Any, *, indices_are_sorted: bool = False,
                unique_indices: bool = False, mode: Any = None) -> Any:
         """``x[idx] /= values``, as JAX computes it: ``x / ones.at[idx].multiply(values)``."""
-        from minijax.numpy import divide, ones_like
+        from minijax.numpy.creation import ones_like
+        from minijax.numpy.ufuncs import divide
 
         divisor = _IndexUpdateRef(ones_like(self.array), self.index).multiply(
             values, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
@@ -678,7 +679,8 @@ class _IndexUpdateRef:
     def power(self, values: Any, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: Any = None) -> Any:
         """``x[idx] **= values``, as ``x ** ones.at[idx].multiply(values)``."""
-        from minijax.numpy import ones_like, power
+        from minijax.numpy.creation import ones_like
+        from minijax.numpy.ufuncs import power
 
         exponent = _IndexUpdateRef(ones_like(self.array), self.index).multiply(
             values, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
@@ -721,27 +723,25 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
                                "fill_value"))
 def _take(a: Any, indices: Any, axis: int | None, out: None, mode: str | None,
           unique_indices: bool, indices_are_sorted: bool, fill_value: Any) -> Any:
-    from minijax.numpy.manipulation import ravel
-
     a = lax.operand(a)
     indices = lax.operand(indices)
     if not dtypes.issubdtype(indices.dtype, np.integer):
         raise ValueError("indices must have an integer type")
     if axis is None:
-        a, axis = ravel(a), 0
+        a, axis = lax.reshape(a, (a.size,)), 0
     (axis,) = lax.canonicalize_axes((axis,), a.ndim)
     size = a.shape[axis]
     if size == 0 and indices.size:
         raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
     if mode == "wrap":
-        from minijax.numpy import remainder
+        from minijax.numpy.ufuncs import remainder
 
         size = np.array(size, indices.dtype)
         indices, gather_mode = remainder(indices, size), GatherScatterMode.PROMISE_IN_BOUNDS
     else:
         gather_mode = _take_mode(mode)
         if gather_mode == GatherScatterMode.FILL_OR_DROP:  # negative indices count from the end
-            from minijax.numpy import where
+            from minijax.numpy.ufuncs import where
 
             size = lax.convert_element_type(size, indices.dtype, weak_type=True)
             indices = where(lax.lt(indices, _zero(indices)), lax.add(indices, size), indices)
@@ -768,15 +768,13 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
                     fill_value: Any = None) -> Any:
     """``out[..., j, ...] = arr[..., indices[..., j, ...], ...]`` along ``axis``: a gather
     whose other dimensions pair ``arr`` with ``indices`` one to one (batching dims)."""
-    from minijax.numpy.manipulation import broadcast_to, ravel
-
     arr, indices = lax.operand(arr), lax.operand(indices)
     if not dtypes.issubdtype(indices.dtype, np.integer):
         raise TypeError(
             f"take_along_axis indices must be of integer type, got {indices.dtype.name}"
         )
     if axis is None:
-        arr, indices, axis = ravel(arr), ravel(indices), 0
+        arr, indices, axis = lax.reshape(arr, (arr.size,)), lax.reshape(indices, (indices.size,)), 0
     if arr.ndim != indices.ndim:
         raise ValueError("indices and arr must have the same number of dimensions; "
                          f"{indices.ndim} vs. {arr.ndim}")

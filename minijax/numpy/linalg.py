@@ -24,10 +24,11 @@ from minijax import dtypes, lax
 from minijax.compiler.jit import jit
 from minijax.custom_derivatives import custom_jvp
 from minijax.lax import linalg as lax_linalg
-from minijax.numpy.creation import array, asarray, diagonal, diagonal_mask
+from minijax.numpy.creation import array, asarray, diagonal_mask
 from minijax.numpy.products import matmul, outer, tensordot  # noqa: F401
 from minijax.numpy.products import trace as _trace
 from minijax.numpy.promotion import broadcast_to, check_arraylike, promote_dtypes_inexact
+from minijax.numpy.rearranging import diagonal
 from minijax.numpy.reductions import any as _any
 from minijax.numpy.reductions import count_nonzero, cumprod, reduction_axes
 from minijax.numpy.reductions import max as _max

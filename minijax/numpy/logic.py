@@ -42,14 +42,14 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
 @partial(jit, static_argnames=("equal_nan",))
 def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> Any:
-    from minijax.numpy import all as all_
+    from minijax.numpy.reductions import all as all_
 
     return all_(isclose(a, b, rtol, atol, equal_nan))
 
 
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     """True (a 0-d array) if the shapes agree and every element does."""
-    from minijax.numpy import all as all_
+    from minijax.numpy.reductions import all as all_
 
     a1, a2 = asarray(a1), asarray(a2)
     if a1.shape != a2.shape:
@@ -62,7 +62,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
 
 def array_equiv(a1: Any, a2: Any) -> Any:
     """True (a 0-d array) if the arrays broadcast together and are equal everywhere."""
-    from minijax.numpy import all as all_
+    from minijax.numpy.reductions import all as all_
 
     a1, a2 = asarray(a1), asarray(a2)
     try:

@@ -452,7 +452,8 @@ def _repeat_scalar(a: Any, repeats: int, axis: int, total: int | None) -> Any:
 def _repeat_traced(a: Any, repeats: Any, axis: int, total: int) -> Any:
     """Counts known only at run time: mark where each element's run starts, and a
     running sum of the marks gives the element to read at every output position."""
-    from minijax.numpy import cumsum, zeros
+    from minijax.numpy.creation import zeros
+    from minijax.numpy.reductions import cumsum
 
     repeats = broadcast_to(asarray(repeats), (a.shape[axis],))
     starts = cumsum(repeats) - repeats
@@ -512,7 +513,7 @@ def _roll_static(a: Any, shifts: tuple[int, ...], axes: tuple[int, ...]) -> Any:
 @partial(jit, static_argnums=(2,))
 def _roll_dynamic(a: Any, shift: Any, axis: int) -> Any:
     """A traced shift: read a window of ``a`` joined to itself."""
-    from minijax.numpy import remainder
+    from minijax.numpy.ufuncs import remainder
 
     n = a.shape[axis]
     start = remainder(n - remainder(shift, n), n)

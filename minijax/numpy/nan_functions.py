@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from minijax import lax
+from minijax.numpy import reductions
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import check_arraylike
-from minijax.numpy.ufuncs import isnan, where
+from minijax.numpy.ufuncs import isnan, logical_and, logical_not, where
 
 __all__ = ["nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanstd", "nanvar"]
 
@@ -33,15 +34,13 @@ def _has_nans(a: Any) -> bool:
 def _nan_arg_extremum(name: str, fill: float) -> Any:
     def reduction(a: Any, axis: int | None = None, out: None = None,
                   keepdims: bool | None = None) -> Any:
-        from minijax import numpy as jnp
-
         a = _operand(name, a)
-        arg = getattr(jnp, name[3:])
+        arg = getattr(reductions, name[3:])
         if not _has_nans(a):
             return arg(a, axis=axis, keepdims=keepdims)
         nans = isnan(a)
         index = arg(where(nans, fill, a), axis=axis, keepdims=keepdims)
-        all_nan = jnp.all(nans, axis=axis, keepdims=bool(keepdims))
+        all_nan = reductions.all(nans, axis=axis, keepdims=bool(keepdims))
         return where(all_nan, lax.full_like(index, -1), index)
 
     reduction.__name__ = reduction.__qualname__ = name
@@ -57,13 +56,11 @@ nanargmin = _nan_arg_extremum("nanargmin", np.inf)
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
            keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
     """The variance of the elements that are not NaN."""
-    from minijax import numpy as jnp
-
     a = _operand("nanvar", a)
     if _has_nans(a):
-        present = jnp.logical_not(isnan(a))
-        where = present if where is None else jnp.logical_and(present, where)
-    return jnp.var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
+        present = logical_not(isnan(a))
+        where = present if where is None else logical_and(present, where)
+    return reductions.var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
@@ -74,7 +71,7 @@ def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
 
 def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
     """Running sums, with NaNs counted as 0."""
-    from minijax.numpy import cumsum
+    from minijax.numpy.reductions import cumsum
 
     a = _operand("nancumsum", a)
     return cumsum(where(isnan(a), 0, a) if _has_nans(a) else a, axis, dtype)
@@ -82,7 +79,7 @@ def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = No
 
 def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
     """Running products, with NaNs counted as 1."""
-    from minijax.numpy import cumprod
+    from minijax.numpy.reductions import cumprod
 
     a = _operand("nancumprod", a)
     return cumprod(where(isnan(a), 1, a) if _has_nans(a) else a, axis, dtype)

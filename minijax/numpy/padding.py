@@ -27,6 +27,7 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.compiler.jit import jit
+from minijax.numpy import reductions, ufuncs
 from minijax.numpy.creation import asarray
 from minijax.numpy.promotion import check_arraylike, to_inexact_dtype
 
@@ -227,13 +228,11 @@ def _pad_linear_ramp(array: Any, axis: int, lo: int, hi: int, ends: tuple) -> An
 def _statistic(region: Any, axis: int, mode: str) -> Any:
     """The statistic of ``region`` along ``axis``, kept as a size-1 axis, in its dtype
     (means and medians of integers are rounded to the nearest, as in NumPy)."""
-    from minijax import numpy as jnp  # the reductions are jnp's own
-
-    reduce = {"maximum": jnp.max, "minimum": jnp.min, "mean": jnp.mean,
-              "median": jnp.median}[mode]
+    reduce = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
+              "median": reductions.median}[mode]
     value = reduce(region, axis=axis, keepdims=True)
     if value.dtype != region.dtype:
-        value = lax.convert_element_type(jnp.round(value), region.dtype)
+        value = lax.convert_element_type(ufuncs.round(value), region.dtype)
     return value
 
 

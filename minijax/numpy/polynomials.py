@@ -30,7 +30,8 @@ def _coefficients(name: str, *ps: Any) -> list[Any]:
 
 def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
     """The polynomial with coefficients ``p`` at the points ``x`` (Horner's rule)."""
-    from minijax.numpy import add, multiply, zeros_like
+    from minijax.numpy.creation import zeros_like
+    from minijax.numpy.ufuncs import add, multiply
 
     check_arraylike("polyval", p, x)
     p, x = promote_dtypes(asarray(p), asarray(x))
@@ -60,7 +61,7 @@ def polysub(a1: Any, a2: Any) -> Any:
 
 def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
     """The product of two polynomials: the full convolution of their coefficients."""
-    from minijax.numpy import convolve
+    from minijax.numpy.convolution import convolve
 
     a1, a2 = _coefficients("polymul", a1, a2)
     if trim_leading_zeros:
@@ -85,7 +86,8 @@ def polyder(p: Any, m: int = 1) -> Any:
 
 def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     """The ``m``-th antiderivative, with integration constants ``k`` (zeros by default)."""
-    from minijax.numpy import concatenate, zeros
+    from minijax.numpy.creation import zeros
+    from minijax.numpy.manipulation import concatenate
 
     (p,) = promote_dtypes_inexact(*_coefficients("polyint", p))
     if k is not None:
@@ -105,7 +107,7 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
 
 def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     """The matrix of powers of ``x``: column j is x**(N-1-j) (x**j if ``increasing``)."""
-    from minijax.numpy import power
+    from minijax.numpy.ufuncs import power
 
     check_arraylike("vander", x)
     x = asarray(x)

@@ -349,7 +349,7 @@ def matrix_transpose(x: Any, /) -> Any:
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
            preferred_element_type: Any = None) -> Any:
     """Σ conj(x1) x2 along ``axis``, the other axes broadcast: batched dot products."""
-    from minijax.numpy import conj, multiply
+    from minijax.numpy.ufuncs import conj, multiply
 
     check_arraylike("vecdot", x1, x2)
     x1, x2 = asarray(x1), asarray(x2)
@@ -368,7 +368,7 @@ def matvec(x1: Any, x2: Any, /) -> Any:
 
 def vecmat(x1: Any, x2: Any, /) -> Any:
     """Vector-matrix products conj(x1) @ x2 over broadcast batch axes: (..., m) @ (..., m, n)."""
-    from minijax.numpy import conj
+    from minijax.numpy.ufuncs import conj
 
     check_arraylike("vecmat", x1, x2)
     x1 = conj(asarray(x1))
@@ -379,7 +379,7 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Any:
     """The cross product of 3-vectors (or of 2-vectors, padded with a zero z component;
     two 2-vectors give the scalar z component), vectors along ``axisa``/``axisb``."""
-    from minijax.numpy import broadcast_arrays, stack
+    from minijax.numpy.manipulation import broadcast_arrays, stack
 
     check_arraylike("cross", a, b)
     if axis is not None:

@@ -1,5 +1,6 @@
 """More ways to rearrange arrays: ``append``, ``rot90``, ``rollaxis``, ``hsplit``/``vsplit``/
-``dsplit``, ``unstack``, ``resize``, ``diagflat``, ``select`` and ``choose``.
+``dsplit``, ``unstack``, ``resize``, ``diagonal``, ``diag``, ``diagflat``, ``select`` and
+``choose``.
 
 Each is a few calls to the functions of ``manipulation.py``: NumPy's conveniences on top
 of concatenation, transposition, splitting and reshaping.
@@ -10,12 +11,14 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from minijax import lax
-from minijax.numpy.creation import asarray
+from minijax.compiler.jit import jit
+from minijax.numpy.creation import asarray, diagonal_mask
 from minijax.numpy.manipulation import (
     concatenate,
     flip,
@@ -27,8 +30,8 @@ from minijax.numpy.manipulation import (
 )
 from minijax.numpy.promotion import check_arraylike, promote_dtypes
 
-__all__ = ["append", "choose", "diagflat", "dsplit", "hsplit", "resize", "rollaxis", "rot90",
-           "select", "unstack", "vsplit"]
+__all__ = ["append", "choose", "diag", "diagflat", "diagonal", "dsplit", "hsplit", "resize",
+           "rollaxis", "rot90", "select", "unstack", "vsplit"]
 
 
 def append(arr: Any, values: Any, axis: int | None = None) -> Any:
@@ -109,16 +112,60 @@ def resize(a: Any, new_shape: Any) -> Any:
     return reshape(lax.slice_in_dim(concatenate([a] * copies), 0, size), shape)
 
 
+@partial(jit, static_argnames=("offset", "axis1", "axis2"))
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The ``offset``-th diagonal of the matrices in dimensions ``axis1``, ``axis2``,
+    as the last dimension of the result."""
+    from minijax.numpy.manipulation import moveaxis
+
+    a = asarray(a)
+    if a.ndim < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions.")
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    rows, columns = a.shape[-2:]
+    offset = operator.index(offset)
+    length = max(min(rows + min(offset, 0), columns - max(offset, 0)), 0)
+    if length == 0:  # nothing to gather (from a matrix that may have no elements)
+        return lax.full((*a.shape[:-2], 0), 0, a.dtype)
+    # Two index vectors 0, 1, ...; the second one shifted by |offset| goes with the axis
+    # the diagonal starts late in: columns above the main diagonal, rows below it.
+    first, second = lax.iota(np.int32, length), lax.iota(np.int32, length)
+    if offset == 0:
+        return a[..., first, second]
+    shifted = lax.add(np.int32(abs(offset)), second)
+    return a[..., first, shifted] if offset > 0 else a[..., shifted, first]
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """The ``k``-th diagonal of a matrix, or a matrix with vector ``v`` on that diagonal."""
+    return _diag(asarray(v), operator.index(k))
+
+
+@partial(jit, static_argnames=("k",))
+def _diag(v: Any, k: int) -> Any:
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("diag input must be 1d or 2d")
+    from minijax.numpy.ufuncs import where
+
+    n = v.shape[0] + abs(k)
+    # Row i holds padded[i]: v[i] at (i, i + k) above the diagonal, v[i - |k|] below it.
+    zero = lax.convert_element_type(0, v.dtype)
+    padded = lax.pad(v, zero, [(0, k, 0)] if k >= 0 else [(-k, 0, 0)])
+    mask = diagonal_mask((n, n), 0, 1, k)
+    return where(mask, lax.broadcast_in_dim(padded, (n, 1), (0,)), zero)
+
+
+
 def diagflat(v: Any, k: int = 0) -> Any:
     """A 2-D array with ``v`` flattened on its ``k``-th diagonal."""
-    from minijax.numpy import diag
-
     return diag(ravel(v), k)
 
 
 def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
     """Elementwise, the choice of the first condition that holds (``default`` if none)."""
-    from minijax.numpy import where
+    from minijax.numpy.ufuncs import where
 
     if len(condlist) != len(choicelist):
         raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
@@ -135,7 +182,9 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
     """Elementwise ``choices[a]``: the integer array ``a`` picks one of the (broadcast)
     choices at each position; ``mode`` is ``raise`` (concrete ``a`` only), ``wrap`` or
     ``clip`` for out-of-range picks."""
-    from minijax.numpy import broadcast_arrays, clip, remainder, take_along_axis
+    from minijax.numpy.indexing import take_along_axis
+    from minijax.numpy.manipulation import broadcast_arrays
+    from minijax.numpy.ufuncs import clip, remainder
 
     check_arraylike("choose", a)
     a = asarray(a)

@@ -22,11 +22,12 @@ import numpy as np
 
 from minijax import dtypes, errors, lax
 from minijax.core import Tracer
+from minijax.numpy import ufuncs
 from minijax.numpy.creation import asarray, zeros
 from minijax.numpy.indexing import take
 from minijax.numpy.promotion import check_arraylike
 
-__all__ = ["argwhere", "compress", "extract", "flatnonzero", "nonzero"]
+__all__ = ["argwhere", "compress", "extract", "flatnonzero", "nonzero", "where"]
 
 
 def static_size(count: Any, problem: str) -> int:
@@ -45,7 +46,8 @@ def truth(a: Any) -> Any:
 def true_positions(mask: Any, size: int) -> Any:
     """The flat positions of the first ``size`` true elements of ``mask`` (flattened by
     the running sum); ``mask.size`` in the slots beyond the last one."""
-    from minijax.numpy import clip, cumsum
+    from minijax.numpy.reductions import cumsum
+    from minijax.numpy.ufuncs import clip
 
     ranks = cumsum(mask)
     # Ranks are never negative; JAX clips them at 0 all the same (the jaxprs show it).
@@ -60,7 +62,8 @@ def nonzero(a: Any, *, size: int | None = None,
     With ``size``, exactly ``size`` entries per array; the slots past the last nonzero
     element hold ``fill_value`` (0 if None; a tuple gives one per dimension).
     """
-    from minijax.numpy import floor_divide, remainder, sum, where
+    from minijax.numpy.reductions import sum
+    from minijax.numpy.ufuncs import floor_divide, remainder, where
 
     check_arraylike("nonzero", a)
     a = asarray(a)
@@ -87,16 +90,32 @@ def nonzero(a: Any, *, size: int | None = None,
     return tuple(where(past_end, fill, index) for fill, index in zip(fills, indices))
 
 
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
+          fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` holds, else ``y`` (broadcast together, dtypes promoted).
+
+    With ``condition`` alone, ``jnp.nonzero(condition, size=size, fill_value=fill_value)``:
+    that form is why ``jnp.where`` is here, above ``nonzero`` and the selection itself
+    (``ufuncs.where``, which this module's functions use too).
+    """
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         f"to jax.numpy.where, got {x} and {y}.")
+    return ufuncs.where(condition, x, y)
+
+
 def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """The positions of the nonzero elements of ``a`` flattened."""
-    from minijax.numpy import ravel
+    from minijax.numpy.manipulation import ravel
 
     return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """The indices of the nonzero elements, one row per element: shape ``(count, ndim)``."""
-    from minijax.numpy import atleast_1d, stack
+    from minijax.numpy.manipulation import atleast_1d, stack
 
     check_arraylike("argwhere", a)
     a = asarray(a)
@@ -109,7 +128,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
              fill_value: Any = 0, out: None = None) -> Any:
     """The slices of ``a`` along ``axis`` (of ``a`` flattened if None) where the 1-D
     ``condition`` is true; with ``size``, padded with ``fill_value``."""
-    from minijax.numpy import ravel
+    from minijax.numpy.manipulation import ravel
 
     check_arraylike("compress", condition, a)
     if out is not None:
@@ -133,6 +152,6 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
 
 def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: Any = 0) -> Any:
     """The elements of ``arr`` where ``condition`` is true, both flattened."""
-    from minijax.numpy import ravel
+    from minijax.numpy.manipulation import ravel
 
     return compress(ravel(condition), ravel(arr), size=size, fill_value=fill_value)

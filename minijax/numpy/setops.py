@@ -53,7 +53,7 @@ _SIZE_PROBLEM = (
 
 def _differs(a: Any, b: Any, equal_nan: bool) -> Any:
     """``a != b`` elementwise, where (with ``equal_nan``) two NaNs count as equal."""
-    from minijax.numpy import isnan, logical_and, logical_not, not_equal
+    from minijax.numpy.ufuncs import isnan, logical_and, logical_not, not_equal
 
     differs = not_equal(a, b)
     if equal_nan and a.dtype.kind in "fcV":
@@ -63,7 +63,7 @@ def _differs(a: Any, b: Any, equal_nan: bool) -> Any:
 
 def _group_starts(sorted_values: Any, equal_nan: bool = True) -> Any:
     """True where a sorted (1-D, or rows along axis 0) array starts a new value."""
-    from minijax.numpy import any as any_
+    from minijax.numpy.reductions import any as any_
 
     n = sorted_values.shape[0]
     first = lax.full((1,), True, np.bool_)
@@ -78,7 +78,8 @@ def _group_starts(sorted_values: Any, equal_nan: bool = True) -> Any:
 def _select(values: Any, starts: Any, size: int | None, fill_value: Any, name: str) -> Any:
     """``values[starts]``, as ``size`` entries if given (the rest ``fill_value``, by
     default the first selected value)."""
-    from minijax.numpy import sum, where
+    from minijax.numpy.reductions import sum
+    from minijax.numpy.ufuncs import where
 
     if size is None:
         size = static_size(sum(starts), _SIZE_PROBLEM.format(name=name))
@@ -107,7 +108,9 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     and optionally where each first occurs (``return_index``), which one each element is
     (``return_inverse``, in ``ar``'s shape) and how often each occurs (``return_counts``).
     """
-    from minijax.numpy import argsort, cumsum, lexsort, moveaxis, ravel, reshape
+    from minijax.numpy.manipulation import moveaxis, ravel, reshape
+    from minijax.numpy.reductions import cumsum
+    from minijax.numpy.sorting import argsort, lexsort
 
     check_arraylike("unique", ar)
     ar = asarray(ar)
@@ -163,8 +166,9 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
          *, method: str = "auto") -> Any:
     """Elementwise: does each element of ``element`` occur in ``test_elements``? Every
     element is compared with every test element (NaN is in nothing)."""
-    from minijax.numpy import any as any_
-    from minijax.numpy import equal, ravel
+    from minijax.numpy.manipulation import ravel
+    from minijax.numpy.reductions import any as any_
+    from minijax.numpy.ufuncs import equal
 
     check_arraylike("isin", element, test_elements)
     element, tests = promote_dtypes(asarray(element), ravel(test_elements))
@@ -176,7 +180,8 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
 
 
 def _sorted_flat(*arrays: Any) -> Any:
-    from minijax.numpy import concatenate, ravel, sort
+    from minijax.numpy.manipulation import concatenate, ravel
+    from minijax.numpy.sorting import sort
 
     return sort(concatenate([ravel(a) for a in arrays]))
 

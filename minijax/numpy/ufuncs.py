@@ -798,19 +798,12 @@ bitwise_not = bitwise_invert = invert
 # --- selection -----------------------------------------------------------------------------------
 
 
-def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
-          fill_value: Any = None) -> Any:
+def where(condition: Any, x: Any, y: Any, /) -> Any:
     """``x`` where ``condition`` holds, else ``y`` (broadcast together, dtypes promoted).
 
-    With ``condition`` alone, ``jnp.nonzero(condition, size=size, fill_value=fill_value)``.
+    ``jnp.where`` itself also takes ``condition`` alone, which makes it ``jnp.nonzero``:
+    that one is in ``searching.py``, above both this selection and ``nonzero``.
     """
-    if x is None and y is None:
-        from minijax.numpy.searching import nonzero  # searching is built on where
-
-        return nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         f"to jax.numpy.where, got {x} and {y}.")
     check_arraylike("where", condition, x, y)
     return _where(condition, x, y)
 
@@ -962,5 +955,4 @@ __all__ = [
     "tanh",
     "true_divide",
     "trunc",
-    "where",
 ]

@@ -25,7 +25,7 @@ from minijax.compiler.lowering import (
     register,
     tensor_type,
 )
-from minijax.compiler.stablehlo import Value
+from minijax.compiler.stablehlo_ir import Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe

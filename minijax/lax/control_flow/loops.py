@@ -31,7 +31,7 @@ import numpy as np
 
 from minijax import core, dtypes, errors
 from minijax.compiler.lowering import Builder, RuleContext, _region, lower_closed_jaxpr, register
-from minijax.compiler.stablehlo import Func, TensorType, Value
+from minijax.compiler.stablehlo_ir import Func, TensorType, Value
 from minijax.core import Primitive, ShapedArray
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe

@@ -1,0 +1,83 @@
+"""Running a traced signature eagerly: one job on the device's queue.
+
+``jit(f)(x)`` on arrays, once ``f`` is traced for their types, is only this: find the
+signature's :class:`CacheEntry` (``jit.py``'s cache), package its compiled program as a
+job (a :class:`Program`, compiled on the first call by ``jit_primitive.executable_for``),
+and put it on the queue of the device the inputs live on. The outputs are returned at
+once, and filled in when the worker gets to the job. The AOT stages
+(``Compiled.__call__``) call the same :func:`dispatch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from minijax.array import Array
+from minijax.compiler.jit_primitive import executable_for, jit_p
+from minijax.core import Primitive
+from minijax.jaxpr import has_effects
+from minijax.runtime import _as_array, _placement
+from minijax.tree_util import PyTreeDef
+
+
+class CacheEntry:
+    """One traced signature: the equation's params (which hold the jaxpr), the inputs'
+    tree, types and names, the outputs' tree and types, whether the program prints (then
+    a call waits for the device, so that the output appears in program order), and the
+    compiled program (made on the first eager call)."""
+
+    __slots__ = ("params", "in_tree", "in_avals", "arg_names", "out_avals", "out_tree",
+                 "has_effects", "inline", "program")
+
+    def __init__(self, params: dict[str, Any], in_tree: PyTreeDef,
+                 arg_names: Sequence[str], out_tree: PyTreeDef, inline: bool) -> None:
+        self.params = params
+        self.in_tree = in_tree
+        self.in_avals = params["jaxpr"].in_avals
+        self.arg_names = tuple(arg_names)
+        self.out_avals = params["jaxpr"].out_avals
+        self.out_tree = out_tree
+        self.has_effects = has_effects(params["jaxpr"].jaxpr)
+        self.inline = inline
+        self.program: Program | None = None
+
+    def unflatten(self, outs: list[Any]) -> Any:
+        return outs[0] if self.out_tree.node_data() is None else self.out_tree.unflatten(outs)
+
+
+class Program(Primitive):
+    """A compiled program packaged as a job for a device's worker, which runs a job by
+    calling ``impl`` on the inputs' NumPy values (as it does for a primitive)."""
+
+    def __init__(self, name: str, run: Callable[..., list[Any]]) -> None:
+        super().__init__(name, multiple_results=True)
+        # A NumPy-backend executable silences NumPy's warnings around its generated
+        # function; a device runs its jobs with them off already, so call that directly.
+        self.impl = getattr(run, "fn", run)  # type: ignore[method-assign]
+
+
+def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
+    """Run a traced signature eagerly: one job on the device's queue. The output arrays
+    are returned at once and filled in when the worker gets to the job."""
+    for leaf in leaves:
+        if type(leaf) is not Array:
+            leaves = [_as_array(x) for x in leaves]
+            break
+    device, committed = _placement(jit_p, leaves)
+    program = entry.program
+    if program is None:
+        params = entry.params
+        program = entry.program = Program(params["name"], executable_for(
+            params["jaxpr"], params["name"], params["keep_unused"]))
+    outs = [Array(aval, None, device, committed) for aval in entry.out_avals]
+    device.enqueue((program, leaves, _NO_PARAMS, outs))
+    if entry.has_effects:  # a debug print: let it happen before the call returns
+        device.synchronize()
+    return outs
+
+
+_NO_PARAMS: dict[str, Any] = {}
+
+
+__all__ = ["CacheEntry", "Program", "dispatch"]
