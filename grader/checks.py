@@ -150,6 +150,15 @@ def part(name: str) -> Iterator[None]:
         seen.failed.setdefault(name, str(failure) or "this part failed")
 
 
+def grouped(items: list[Any], parts: Mapping[str, int]) -> list[tuple[str, Any]]:
+    """Each of ``items`` with the name of the part it belongs to: ``parts`` says how many of
+    the items, in order, each part holds (for a check's list of programs)."""
+    names = [name for name, count in parts.items() for _ in range(count)]
+    if len(names) != len(items):
+        raise ValueError(f"the parts hold {len(names)} items, not {len(items)}")
+    return list(zip(names, items, strict=True))
+
+
 @dataclass(frozen=True)
 class Returned:
     """What a learner's function returned, and how the call is shown in messages."""

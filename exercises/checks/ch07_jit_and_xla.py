@@ -27,6 +27,7 @@ from grader.checks import (
     CheckFailed,
     brief,
     exercise,
+    grouped,
     learner_function,
     part,
     probe,
@@ -231,15 +232,6 @@ _OBSERVE = """def observe_xla(ns, prelude, name, cases):
 def observed(ns: Any, name: str, cases: list[list[Any]]) -> list[Any]:
     """What the learner's ``name`` did with each case (see :data:`_OBSERVE`)."""
     return probe(ns, "observe", FunctionSource(_OBSERVE), _PRELUDE, name, cases)
-
-
-def _grouped(items: list[Any], parts: dict[str, int]) -> list[tuple[str, Any]]:
-    """Each of ``items`` with the name of its part: ``parts`` says how many items, in order,
-    each part holds."""
-    names = [name for name, count in parts.items() for _ in range(count)]
-    if len(names) != len(items):
-        raise ValueError(f"the parts hold {len(names)} items, not {len(items)}")
-    return list(zip(names, items))
 
 
 def _program(text: str) -> Any:
@@ -469,7 +461,7 @@ def check_cse(ns):
     learner_function(ns, "cse")
     reports = observed(ns, "cse", [[text.partition("   # ")[0], list(args)]
                                    for text, args in _CSE_PROGRAMS])
-    for (part_name, (text, args)), report in zip(_grouped(_CSE_PROGRAMS, _CSE_PARTS), reports):
+    for (part_name, (text, args)), report in zip(grouped(_CSE_PROGRAMS, _CSE_PARTS), reports):
         with part(part_name):
             _check_eliminated(text, args, report)
 
@@ -577,7 +569,7 @@ def check_cache_key(ns):
     reports = observed(ns, "cache_key", [list(case) for case in _KEY_CASES])
     if reports and reports[0] and "missing" in reports[0][0]:
         raise CheckFailed("cache_key is not defined as a function: did you run its cell?")
-    for (part_name, case), steps in zip(_grouped(_KEY_CASES, _KEY_PARTS), reports):
+    for (part_name, case), steps in zip(grouped(_KEY_CASES, _KEY_PARTS), reports):
         with part(part_name):
             _check_key(*case, steps)
 
