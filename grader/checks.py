@@ -110,10 +110,11 @@ def exercise(
 @dataclass
 class PartsSeen:
     """What the :func:`part` blocks of one run of a check found: the first failure of each
-    part, by name, and the parts checked at all."""
+    part, by name, the parts whose stub is not replaced yet, and the parts checked at all."""
 
     declared: tuple[str, ...]
     failed: dict[str, str]
+    stubs: set[str]
     entered: set[str]
 
 
@@ -124,7 +125,7 @@ _RUNS: list[PartsSeen] = []
 @contextlib.contextmanager
 def checking_parts(check: Check) -> Iterator[PartsSeen]:
     """While the block runs ``check``, its :func:`part` blocks record into what it yields."""
-    seen = PartsSeen(tuple(name for name, _ in check.parts), {}, set())
+    seen = PartsSeen(tuple(name for name, _ in check.parts), {}, set(), set())
     _RUNS.append(seen)
     try:
         yield seen
@@ -136,7 +137,8 @@ def checking_parts(check: Check) -> Iterator[PartsSeen]:
 def part(name: str) -> Iterator[None]:
     """Check part ``name`` of the exercise: a :class:`CheckFailed` raised in the block fails
     that part only (its first failure is the one reported), and the check goes on with the next
-    block. Anything else -- a stub's ``NotImplementedError``, a time limit -- ends the check."""
+    block; so does a stub's ``NotImplementedError`` (the part is not attempted). Anything else
+    -- a time limit, an error of the check's -- ends the check."""
     seen = _RUNS[-1] if _RUNS else None
     if seen is None:  # the check's function called directly: all or nothing
         yield
@@ -148,6 +150,8 @@ def part(name: str) -> Iterator[None]:
         yield
     except CheckFailed as failure:
         seen.failed.setdefault(name, str(failure) or "this part failed")
+    except NotImplementedError:
+        seen.stubs.add(name)
 
 
 def grouped(items: list[Any], parts: Mapping[str, int]) -> list[tuple[str, Any]]:

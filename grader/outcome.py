@@ -138,7 +138,8 @@ def run_check(check: Check, ns: Namespace) -> Result:
 
     ``KeyboardInterrupt`` is the one exception let through: in a notebook it means the learner
     interrupted the kernel on purpose. A part that the check never reached fails (a check
-    module must check every part it declares).
+    module must check every part it declares); a part whose stub is not replaced yet fails
+    as not attempted, and the exercise is not attempted when none of its parts is.
     """
     try:
         with checking_parts(check) as seen:
@@ -147,8 +148,11 @@ def run_check(check: Check, ns: Namespace) -> Result:
         raise
     except BaseException as exc:  # a check must not stop the notebook, whatever the code did
         return result_from_exception(check, exc, context="the check stopped with")
+    if seen.declared and seen.stubs == set(seen.declared):
+        return Result.of(check, Status.NOT_ATTEMPTED, NOT_ATTEMPTED_MESSAGE)
     unchecked = {name: UNCHECKED_MESSAGE for name in seen.declared if name not in seen.entered}
-    return Result.of_parts(check, {**unchecked, **seen.failed})
+    stubs = dict.fromkeys(seen.stubs - seen.failed.keys(), NOT_ATTEMPTED_MESSAGE)
+    return Result.of_parts(check, {**unchecked, **stubs, **seen.failed})
 
 
 def result_from_exception(check: Check, exc: BaseException, *, context: str) -> Result:

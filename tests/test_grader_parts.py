@@ -24,6 +24,7 @@ from grader.chapters import default_checks_dir, load_checks
 from grader.checks import CheckFailed, exercise, part
 from grader.limits import Limits
 from grader.outcome import (
+    NOT_ATTEMPTED_MESSAGE,
     UNCHECKED_MESSAGE,
     NotebookReport,
     PartResult,
@@ -106,10 +107,10 @@ def test_a_right_submission_earns_every_part_and_a_stub_none(chapter):
     assert (right.status, right.points, [p.points for p in right.parts]) == (
         Status.PASSED, 3, [1, 2])
 
-    def stub(x):
+    def stub(*args):
         raise NotImplementedError
 
-    stubbed = run_check(check, namespace(double=stub))
+    stubbed = run_check(check, {"add": stub, "double": stub})
     assert (stubbed.status, stubbed.points) == (Status.NOT_ATTEMPTED, 0)
     assert [p.points for p in stubbed.parts] == [0, 0]
 
@@ -153,6 +154,42 @@ def test_a_part_keeps_its_first_failure_and_the_check_goes_on():
 
     result = run_check(check_e, {"b": 1})
     assert (result.points, result.parts[0].message, result.parts[1].passed) == (1, "first", True)
+
+
+def test_a_stub_fails_its_part_only_and_every_stub_is_not_attempted():
+    def stub(*args):
+        raise NotImplementedError
+
+    @exercise("e", points=3, parts={"a": 1, "b": 2})
+    def check_e(ns):
+        for name in ("a", "b"):
+            with part(name):
+                ns[name]()
+
+    partly = run_check(check_e, {"a": lambda: None, "b": stub})
+    assert (partly.status, partly.points) == (Status.FAILED, 1)
+    assert partly.parts[1].message == NOT_ATTEMPTED_MESSAGE
+    stubs = run_check(check_e, {"a": stub, "b": stub})
+    assert (stubs.status, stubs.points, stubs.message) == (
+        Status.NOT_ATTEMPTED, 0, NOT_ATTEMPTED_MESSAGE)
+
+
+def test_chapter_04_jvp_rules_earn_the_points_of_the_right_rules():
+    import minijax.numpy as jnp
+
+    def stub(x, t):
+        raise NotImplementedError
+
+    ns = {"tanh_jvp": lambda x, t: (jnp.tanh(x), (1 - jnp.tanh(x) ** 2) * t),
+          "log_jvp": stub,
+          "div_jvp": lambda x, y, tx, ty: (x / y, tx / y)}  # forgets the -x dy / y**2 term
+    check = load_checks("04_forward_mode", default_checks_dir())["jvp_rules"]
+    result = run_check(check, ns)
+    assert (result.status, result.points, result.max_points) == (Status.FAILED, 0.5, 2)
+    assert [(p.name, p.passed, p.points) for p in result.parts] == [
+        ("tanh_jvp", True, 0.5), ("log_jvp", False, 0), ("div_jvp", False, 0)]
+    assert result.parts[1].message == NOT_ATTEMPTED_MESSAGE
+    assert result.parts[2].message.startswith("the tangent output of div_jvp(jnp.array(")
 
 
 # --- the score table and Gradescope -----------------------------------------------------------
