@@ -88,11 +88,11 @@ class Result:
         """As ``check()`` prints it: ``softmax: failed (0/2 points) -- message``, then, when
         parts failed on their own, a line per part; hints only if ``hints``. A message's
         further lines are indented under its first."""
-        line = f"{self.name}: {self.status.value} ({_out_of(self)} points)"
-        lines = [f"{line} -- {_shown(self.message, hints)}" if self.message else line]
+        line = f"{self.name}: {self.status.value} ({out_of(self)} points)"
+        lines = [f"{line} -- {shown_message(self.message, hints)}" if self.message else line]
         if any(p.message for p in self.parts):
-            lines += [f"  - {p.name}: {'passed' if p.passed else 'failed'} ({_out_of(p)})"
-                      + (f" -- {_shown(p.message, hints)}" if p.message else "")
+            lines += [f"  - {p.name}: {'passed' if p.passed else 'failed'} ({out_of(p)})"
+                      + (f" -- {shown_message(p.message, hints)}" if p.message else "")
                       for p in self.parts]
         return "\n".join(line.replace("\n", "\n    ") for line in lines)
 
@@ -183,9 +183,11 @@ def format_points(points: float) -> str:
     return f"{points:g}"
 
 
-def _out_of(result: Result | PartResult) -> str:
+def out_of(result: Result | PartResult) -> str:
+    """``1.5/3``: the points earned, out of the most."""
     return f"{format_points(result.points)}/{format_points(result.max_points)}"
 
 
-def _shown(message: str, hints: bool) -> str:
+def shown_message(message: str, hints: bool) -> str:
+    """``message`` as shown: with its hints, or without."""
     return message if hints else without_hint(message)

@@ -14,14 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from grader.outcome import (
-    NotebookReport,
-    PartResult,
-    Result,
-    Status,
-    format_points,
-    without_hint,
-)
+from grader.outcome import NotebookReport, Status, format_points, out_of, shown_message
 
 
 def format_report(report: NotebookReport, *, width: int | None = None,
@@ -29,16 +22,16 @@ def format_report(report: NotebookReport, *, width: int | None = None,
     """The score table of one notebook, with its notes and error, if any.
 
     An exercise split into parts has a row per part below its own (unless it failed as a
-    whole, with one message). Messages are shown whole,
-    wrapped to ``width`` (the terminal's by default), and without their hints unless ``hints``.
+    whole, with one message). Messages are shown whole, wrapped to ``width`` (the terminal's
+    by default), and without their hints unless ``hints``.
     """
     rows = [["exercise", "points", "result", "message"]]
     for result in report.results:
-        rows.append([result.name, _out_of(result), result.status.value,
-                     _message(result.message, hints)])
+        rows.append([result.name, out_of(result), result.status.value,
+                     shown_message(result.message, hints)])
         if not result.message:  # a failure of the whole exercise fails every part
-            rows += [[f"  - {part.name}", _out_of(part), "passed" if part.passed else "failed",
-                      _message(part.message, hints)] for part in result.parts]
+            rows += [[f"  - {part.name}", out_of(part), "passed" if part.passed else "failed",
+                      shown_message(part.message, hints)] for part in result.parts]
     rows.append(["total", _score(report), "", ""])
     width = width or shutil.get_terminal_size().columns
     lines = [f"{report.notebook} (chapter {report.chapter})", "", *_align(rows, width)]
@@ -140,14 +133,6 @@ def _score(report: NotebookReport) -> str:
     if not report.results:
         return "-"
     return f"{format_points(report.score)}/{format_points(report.max_score)}"
-
-
-def _out_of(result: Result | PartResult) -> str:
-    return f"{format_points(result.points)}/{format_points(result.max_points)}"
-
-
-def _message(message: str, hints: bool) -> str:
-    return message if hints else without_hint(message)
 
 
 #: The message column is never narrower than this, however narrow the terminal.
