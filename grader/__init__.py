@@ -1,7 +1,8 @@
 """The course's exercise grader.
 
 In a notebook: ``from grader import checker; check = checker("00_warmup")``, then
-``check("softmax")``. From a shell: ``python -m grader exercises/00_warmup.ipynb`` (see
+``check("softmax")``; ``from grader import hint`` and ``hint("softmax")`` show the check's
+hints too. From a shell: ``python -m grader exercises/00_warmup.ipynb`` (see
 :mod:`grader.cli`). The pieces, one concept per module:
 
 * :mod:`grader.checks` -- the API check modules use (``@exercise``, ``call``, ``expect_close``);
@@ -25,6 +26,6 @@ In a notebook: ``from grader import checker; check = checker("00_warmup")``, the
 * :mod:`grader.cli` -- the command line.
 """
 
-from grader.inline import checker
+from grader.inline import checker, hint
 
-__all__ = ["checker"]
+__all__ = ["checker", "hint"]

@@ -18,6 +18,17 @@ short and the wording stays the same across chapters.
 
 Expected values must be computed independently of the solution notebook (a known value, or a simple
 reference formula on inputs where it is safe).
+
+An exercise that tests several programs can split its points across named *parts*, each
+checked in a ``with part(...)`` block; a part's failure costs only that part's points::
+
+    @exercise("compile_jaxpr", points=4, parts={"straight-line code": 1, "loops": 3})
+    def check_compile_jaxpr(ns):
+        for program, kind in PROGRAMS:
+            with part(kind):
+                ...  # fails with CheckFailed, as any check does
+
+A check without parts is all or nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +45,8 @@ from grader.plain import FunctionSource, Opaque, decode, encode, realize, safe_s
 
 Namespace = Mapping[str, Any]
 
-#: How a failure message introduces its hint; Gradescope output can leave the hint out.
+#: How a failure message introduces its hint (the rest of its line, or a line of its own that
+#: starts with it, stripped): shown only when asked for (see :mod:`grader.outcome`).
 HINT_MARKER = " -- hint: "
 
 #: Arrays up to this size are shown in full in messages; larger ones are abbreviated by numpy.
@@ -66,24 +78,89 @@ class Check:
     run: Callable[[Namespace], None]
     remote: bool = False
     replaces: tuple[str, ...] = ()
+    parts: tuple[tuple[str, float], ...] = ()  # (name, points), in the order reported
 
 
 def exercise(
-    name: str, points: float, *, remote: bool = False, replaces: tuple[str, ...] = ()
+    name: str, points: float, *, remote: bool = False, replaces: tuple[str, ...] = (),
+    parts: Mapping[str, float] | None = None,
 ) -> Callable[[Callable[[Namespace], None]], Check]:
     """Declare the decorated function as the check of exercise ``name``, worth ``points``
     (``remote``: see :class:`Check`). ``replaces`` names, dotted (``"minijax.jacrev"``), the
     reference functions the exercise asks the learner to write: while the grader checks it,
-    calling one of them fails the exercise and says so (:mod:`grader.reference`).
+    calling one of them fails the exercise and says so (:mod:`grader.reference`). ``parts``
+    splits the points across the named parts the check's :func:`part` blocks check; they must
+    add up to ``points``, which the notebook's metadata repeats.
 
     The function is replaced by a :class:`Check`; the grader collects the module's ``Check``
     objects in the order they are defined, which is the order exercises are reported in.
     """
+    shares = tuple((parts or {}).items())
+    if shares and not np.isclose(sum(share for _, share in shares), points):
+        raise ValueError(f"the parts of exercise {name!r} add up to "
+                         f"{sum(share for _, share in shares):g} points, not {points:g}")
 
     def declare(run: Callable[[Namespace], None]) -> Check:
-        return Check(name=name, points=points, run=run, remote=remote, replaces=tuple(replaces))
+        return Check(name=name, points=points, run=run, remote=remote, replaces=tuple(replaces),
+                     parts=shares)
 
     return declare
+
+
+@dataclass
+class PartsSeen:
+    """What the :func:`part` blocks of one run of a check found: the first failure of each
+    part, by name, the parts whose stub is not replaced yet, and the parts checked at all."""
+
+    declared: tuple[str, ...]
+    failed: dict[str, str]
+    stubs: set[str]
+    entered: set[str]
+
+
+#: The runs of checks in progress (a check's run is the last); :func:`part` records there.
+_RUNS: list[PartsSeen] = []
+
+
+@contextlib.contextmanager
+def checking_parts(check: Check) -> Iterator[PartsSeen]:
+    """While the block runs ``check``, its :func:`part` blocks record into what it yields."""
+    seen = PartsSeen(tuple(name for name, _ in check.parts), {}, set(), set())
+    _RUNS.append(seen)
+    try:
+        yield seen
+    finally:
+        _RUNS.remove(seen)
+
+
+@contextlib.contextmanager
+def part(name: str) -> Iterator[None]:
+    """Check part ``name`` of the exercise: a :class:`CheckFailed` raised in the block fails
+    that part only (its first failure is the one reported), and the check goes on with the next
+    block; so does a stub's ``NotImplementedError`` (the part is not attempted). Anything else
+    -- a time limit, an error of the check's -- ends the check."""
+    seen = _RUNS[-1] if _RUNS else None
+    if seen is None:  # the check's function called directly: all or nothing
+        yield
+        return
+    if name not in seen.declared:
+        raise ValueError(f"part {name!r} is not declared by the exercise being checked")
+    seen.entered.add(name)
+    try:
+        yield
+    except CheckFailed as failure:
+        seen.failed.setdefault(name, str(failure) or "this part failed")
+    except NotImplementedError:
+        seen.stubs.add(name)
+
+
+def grouped(items: list[Any], parts: Mapping[str, int]) -> list[tuple[str, Any]]:
+    """Each of ``items`` with the name of the part it belongs to: ``parts`` says how many of
+    the items, in order, each part holds (for a check's list of programs)."""
+    names = [name for name, count in parts.items() for _ in range(count)]
+    if len(names) != len(items):
+        raise ValueError(f"the parts hold {len(names)} items, not {len(items)}")
+    return list(zip(names, items, strict=True))
 
 
 @dataclass(frozen=True)

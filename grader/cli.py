@@ -100,7 +100,7 @@ def exit_status(reports: list[NotebookReport]) -> int:
 def _grade_one(args: argparse.Namespace, limits: Limits) -> NotebookReport:
     chapter = args.chapter or detect_chapter(args.path, known_chapters(args.checks_dir))
     report = grade_notebook(args.path, chapter, args.checks_dir, limits)
-    print(format_report(report))
+    print(format_report(report, hints=args.show_hints))
     if args.json:
         _write_json(args.json, report_json(report))
     if args.gradescope:
@@ -228,7 +228,8 @@ def _add_gradescope_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--show-hints",
         action="store_true",
-        help="keep the checks' hints in the Gradescope messages (left out by default)",
+        help="keep the checks' hints in the messages of the score table and of Gradescope's "
+        "results (left out by default)",
     )
 
 

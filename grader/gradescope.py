@@ -137,7 +137,7 @@ def run_in_gradescope(root: Path) -> int:
     results.mkdir(parents=True, exist_ok=True)
     data = gradescope_json(report, visibility=config.visibility, show_hints=config.show_hints)
     (results / "results.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(format_report(report))
+    print(format_report(report, hints=config.show_hints))
     return 0
 
 

@@ -9,20 +9,32 @@ Gradescope's format (see its autograder specification): ``{"score": total, "outp
 from __future__ import annotations
 
 import csv
+import shutil
+import textwrap
 from pathlib import Path
 from typing import Any
 
-from grader.outcome import NotebookReport, Status, format_points, without_hint
+from grader.outcome import NotebookReport, Status, format_points, out_of, shown_message
 
 
-def format_report(report: NotebookReport) -> str:
-    """The score table of one notebook, with its notes and error, if any."""
+def format_report(report: NotebookReport, *, width: int | None = None,
+                  hints: bool = False) -> str:
+    """The score table of one notebook, with its notes and error, if any.
+
+    An exercise split into parts has a row per part below its own (unless it failed as a
+    whole, with one message). Messages are shown whole, wrapped to ``width`` (the terminal's
+    by default), and without their hints unless ``hints``.
+    """
     rows = [["exercise", "points", "result", "message"]]
     for result in report.results:
-        points = f"{format_points(result.points)}/{format_points(result.max_points)}"
-        rows.append([result.name, points, result.status.value, _first_line(result.message)])
+        rows.append([result.name, out_of(result), result.status.value,
+                     shown_message(result.message, hints)])
+        if not result.message:  # a failure of the whole exercise fails every part
+            rows += [[f"  - {part.name}", out_of(part), "passed" if part.passed else "failed",
+                      shown_message(part.message, hints)] for part in result.parts]
     rows.append(["total", _score(report), "", ""])
-    lines = [f"{report.notebook} (chapter {report.chapter})", "", *_align(rows)]
+    width = width or shutil.get_terminal_size().columns
+    lines = [f"{report.notebook} (chapter {report.chapter})", "", *_align(rows, width)]
     if report.notes:
         lines += ["", "notes:", *(f"  - {note}" for note in report.notes)]
     if report.error:
@@ -77,7 +89,7 @@ def gradescope_json(
                 "score": result.points,
                 "max_score": result.max_points,
                 "status": "passed" if result.status is Status.PASSED else "failed",
-                "output": result.summary() if show_hints else without_hint(result.summary()),
+                "output": result.summary(hints=show_hints),
                 "visibility": visibility,
             }
             for result in report.results
@@ -123,16 +135,32 @@ def _score(report: NotebookReport) -> str:
     return f"{format_points(report.score)}/{format_points(report.max_score)}"
 
 
-def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
+#: The message column is never narrower than this, however narrow the terminal.
+_NARROWEST_MESSAGE = 30
 
 
-def _align(rows: list[list[str]]) -> list[str]:
-    """Rows as text with padded columns (the last column is not padded)."""
+def _align(rows: list[list[str]], width: int = 0) -> list[str]:
+    """Rows as text with padded columns; the last column is not padded but, when ``width`` is
+    given, wrapped so that lines fit in it, each further line starting below the first."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return [
-        "  ".join(
-            [*(cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)), row[-1]]
-        ).rstrip()
-        for row in rows
-    ]
+    indent = sum(widths) + 2 * len(widths)
+    room = max(width - indent, _NARROWEST_MESSAGE) if width else 0
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(size) for cell, size in zip(row[:-1], widths, strict=True)]
+        last = _wrapped(row[-1], room) if room else row[-1].splitlines() or [""]
+        lines.append("  ".join([*cells, last[0]]).rstrip())
+        lines += [" " * indent + more for more in last[1:]]
+    return lines
+
+
+def _wrapped(text: str, room: int) -> list[str]:
+    """``text`` as lines of at most ``room`` characters (a longer word keeps its own line);
+    its own line breaks stay, and a line's leading spaces (an indented listing) too."""
+    lines = []
+    for line in text.splitlines() or [""]:
+        body = line.lstrip(" ")
+        lead = line[:len(line) - len(body)]
+        lines += textwrap.wrap(body, room, initial_indent=lead, subsequent_indent=lead,
+                               break_long_words=False, break_on_hyphens=False) or [""]
+    return lines

@@ -31,7 +31,7 @@ from grader.chapters import (
 from grader.checks import Check
 from grader.limits import GradingLimit, Limits, TimeLimitExceeded
 from grader.notebook import CodeCell, NotebookError, find_magic, read_code_cells
-from grader.outcome import NotebookReport, Result, Status, result_from_exception
+from grader.outcome import NotebookReport, Result, Status, result_from_exception, run_check
 from grader.plan import Plan, make_plan
 from grader.remote import ReferenceUsed, RemoteNamespace, WorkerLost, rebuild_exception
 from grader.session import Session
@@ -200,13 +200,7 @@ class Grading:
         if check.remote:
             ns = RemoteNamespace(lambda request: self.ask(request, budget),
                                  self.limits.exercise_seconds, self.limits.output_chars)
-            try:
-                check.run(ns)
-            except KeyboardInterrupt:  # learner code cannot raise one here: it is the grader's
-                raise
-            except BaseException as exc:  # noqa: BLE001 -- a check must not stop the grading
-                return result_from_exception(check, exc, context="the check stopped with")
-            return Result.of(check, Status.PASSED)
+            return run_check(check, ns)  # a KeyboardInterrupt here is the grader's own
         request = {"op": "check", "chapter": self.chapter, "source": self.checks_source,
                    "name": check.name}
         try:
@@ -285,8 +279,17 @@ def _describe(reply: dict[str, Any]) -> str:
 
 
 def _verdict(check: Check, reply: dict[str, Any]) -> Result:
-    """A verdict from the worker: its status and message, and the check module's points."""
-    status, message = reply.get("status"), reply.get("message")
+    """A verdict from the worker: its status, its message and the messages of the parts that
+    failed; the points come from the check module."""
+    status, message, failed = reply.get("status"), reply.get("message"), reply.get("parts", {})
+    malformed = Result.of(check, Status.FAILED, "the notebook process sent a malformed verdict")
     if status not in {status.value for status in Status} or type(message) is not str:
-        return Result.of(check, Status.FAILED, "the notebook process sent a malformed verdict")
-    return Result.of(check, Status(status), message)
+        return malformed
+    if not failed:
+        return Result.of(check, Status(status), message)
+    names = {name for name, _ in check.parts}
+    if (status != Status.FAILED.value or message or type(failed) is not dict
+            or not all(type(name) is str and name in names and type(text) is str
+                       for name, text in failed.items())):
+        return malformed
+    return Result.of_parts(check, failed)

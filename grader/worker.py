@@ -37,7 +37,7 @@ from grader.channel import Channel, ChannelClosed
 from grader.chapters import checks_from_source
 from grader.checks import Check, forbidding
 from grader.limits import Limits, TimeLimitExceeded, confine, guard
-from grader.outcome import Status, result_from_exception
+from grader.outcome import result_from_exception, run_check
 from grader.plain import decode, encode, realize, safe_str, type_name
 from grader.probes import PROBES
 
@@ -136,13 +136,15 @@ class Worker:
         return self.checks[source]
 
     def check(self, check: Check) -> Reply:
+        """The verdict of ``check``: its status, its message and the messages of the parts
+        that failed (the grader takes the points from its own copy of the check)."""
         try:
-            check.run(self.ns)
+            result = run_check(check, self.ns)
         except BaseException as exc:  # noqa: BLE001 -- KeyboardInterrupt too: it is the learner's
             result = result_from_exception(check, exc, context="the check stopped with")
-            return {"outcome": "verdict", "status": result.status.value,
-                    "message": result.message}
-        return {"outcome": "verdict", "status": Status.PASSED.value, "message": ""}
+        failed = {part.name: part.message for part in result.parts if part.message}
+        return {"outcome": "verdict", "status": result.status.value, "message": result.message,
+                "parts": failed}
 
 
 def _calls(made: list[Any]) -> list[int]:

@@ -34,6 +34,7 @@ from grader.checks import (
     expect_dtype,
     expect_equal,
     learner_function,
+    part,
     probe,
     reported,
 )
@@ -193,33 +194,49 @@ def _expect_no_bound(shown: str, outcome: dict[str, Any], why: str) -> None:
                       "exactly one of them lies below all the others")
 
 
-@exercise("least_upper_bound", points=3, remote=True)
+@exercise("least_upper_bound", points=3, remote=True,
+          parts={"the dtype lattice, with and without x64": 1, "a lattice given as data": 1,
+                 "pairs without a least upper bound": 1})
 def check_least_upper_bound(ns):
     hint = ("the upper bounds of a node are the node and everything reachable from it along "
             "the lattice's edges; the join is the common upper bound whose own upper bounds "
             "contain all the common ones")
+    learner_function(ns, "least_upper_bound")
+    with part("the dtype lattice, with and without x64"):
+        _expect_dtype_joins(ns, hint)
+    with part("a lattice given as data"):
+        expect_equal(call(ns, "least_upper_bound", "b", "c", DIAMOND), "d",
+                     hint="use the lattice you are given, not the dtype lattice")
+        expect_equal(call(ns, "least_upper_bound", "a", "d", DIAMOND), "d", hint=hint)
+        expect_equal(call(ns, "least_upper_bound", "c", "c", DIAMOND), "c",
+                     hint="a node is an upper bound of itself")
+    with part("pairs without a least upper bound"):
+        _expect_strict_joins(ns, hint)
+
+
+def _expect_dtype_joins(ns: Any, hint: str) -> None:
+    """Every pair of dtypes joins as minijax's promotion does, with x64 and without."""
     x64 = NamedLattice("dtypes.LATTICE", dtypes.LATTICE)
     x32 = NamedLattice("{**dtypes.LATTICE, **dtypes.X32_LATTICE_CHANGES}",
                        {**dtypes.LATTICE, **dtypes.X32_LATTICE_CHANGES})
-    strict = NamedLattice("dtypes.STRICT_LATTICE", dtypes.STRICT_LATTICE)
-    nodes = list(dtypes.LATTICE)
     expect_equal(call(ns, "least_upper_bound", "u8", "i8", x64), "i16", hint=hint)
     if dict(x64) != dtypes.LATTICE:
         raise CheckFailed("least_upper_bound('u8', 'i8', dtypes.LATTICE) modified the lattice "
                           "it was given; leave it alone")
+    pairs = list(itertools.product(dtypes.LATTICE, repeat=2))
     for lattice, flags in [(x64, {"x64": True}), (x32, {"x64": False})]:
-        pairs = list(itertools.product(nodes, repeat=2))
         got = call_each(ns, "least_upper_bound", [(a, b, lattice) for a, b in pairs])
         for (a, b), (shown, outcome) in zip(pairs, got):
             want = dtypes.least_upper_bound(a, b, strict=False, **flags)
             expect_equal(reported(shown, outcome, hint), want, hint=hint)
-    expect_equal(call(ns, "least_upper_bound", "b", "c", DIAMOND), "d",
-                 hint="use the lattice you are given, not the dtype lattice")
-    expect_equal(call(ns, "least_upper_bound", "a", "d", DIAMOND), "d", hint=hint)
-    expect_equal(call(ns, "least_upper_bound", "c", "c", DIAMOND), "c",
-                 hint="a node is an upper bound of itself")
+
+
+def _expect_strict_joins(ns: Any, hint: str) -> None:
+    """On the strict lattice, and on one with two tops, a pair without a least upper bound
+    raises a ValueError; the other pairs join."""
+    strict = NamedLattice("dtypes.STRICT_LATTICE", dtypes.STRICT_LATTICE)
     cases = []
-    for a, b in itertools.product(nodes, repeat=2):
+    for a, b in itertools.product(dtypes.LATTICE, repeat=2):
         try:
             cases.append((a, b, dtypes.least_upper_bound(a, b, strict=True, x64=True)))
         except ValueError:

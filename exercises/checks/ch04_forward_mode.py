@@ -34,6 +34,7 @@ from grader.checks import (
     expect_dtype,
     forbidding,
     learner_function,
+    part,
     probe,
     show,
 )
@@ -70,20 +71,24 @@ RULE_HINTS = {
 
 def _check_rule(ns: Any, name: str, args: tuple, value: np.ndarray, tangent: np.ndarray,
                 reference: tuple) -> None:
+    """Rule ``name`` is one part of the exercise: a wrong rule costs its own points only."""
     hint = RULE_HINTS[name]
     instead = "write the derivative formula with jnp (or lax) functions"
-    with forbidding(minijax, "jvp", "jacfwd", *REVERSE_MODE, instead=instead):
-        got = call(ns, name, *args)
-    primal_out, tangent_out = expect_pair(got, hint)
-    expect_close(primal_out, value, rtol=1e-5, hint="the primal output is the function's value")
-    expect_close(tangent_out, tangent, rtol=1e-5, atol=1e-6, hint=hint)
-    expect_dtype(tangent_out, np.float32,
-                 hint="float32 in, float32 out: use jnp functions, not float64 NumPy")
-    expect_close(tangent_out, reference[1], rtol=1e-5, atol=1e-6,
-                 hint=f"{hint}; minijax.jvp gives this tangent")
+    with part(name):
+        with forbidding(minijax, "jvp", "jacfwd", *REVERSE_MODE, instead=instead):
+            got = call(ns, name, *args)
+        primal_out, tangent_out = expect_pair(got, hint)
+        expect_close(primal_out, value, rtol=1e-5,
+                     hint="the primal output is the function's value")
+        expect_close(tangent_out, tangent, rtol=1e-5, atol=1e-6, hint=hint)
+        expect_dtype(tangent_out, np.float32,
+                     hint="float32 in, float32 out: use jnp functions, not float64 NumPy")
+        expect_close(tangent_out, reference[1], rtol=1e-5, atol=1e-6,
+                     hint=f"{hint}; minijax.jvp gives this tangent")
 
 
-@exercise("jvp_rules", points=2, remote=True)
+@exercise("jvp_rules", points=2, remote=True,
+          parts={"tanh_jvp": 0.5, "log_jvp": 0.5, "div_jvp": 1})
 def check_jvp_rules(ns):
     x = np.array([-2.0, -0.5, 0.0, 0.3, 1.5], np.float32)
     t = np.array([1.0, 2.0, -1.0, 0.5, 3.0], np.float32)
@@ -125,7 +130,7 @@ def _dual2_parts(ns: Any, text: str, fun: Callable[[Any], Any], seed: tuple,
     learner_function(ns, "Dual2")
     got = probe(ns, "attributes_of_result", "Dual2", list(seed), Shown(text, fun), list(_PARTS))
     if got.get("stage") == "construct":
-        raise CheckFailed(f"Dual2({', '.join(show(part) for part in seed)}) raised "
+        raise CheckFailed(f"Dual2({', '.join(show(piece) for piece in seed)}) raised "
                           f"{got['raised']}")
     if "raised" in got:
         raise CheckFailed(f"{shown} raised {got['raised']} -- hint: {hint}")
@@ -133,7 +138,7 @@ def _dual2_parts(ns: Any, text: str, fun: Callable[[Any], Any], seed: tuple,
         raise CheckFailed(f"{shown} gave {got['value']!r}, which has no attribute "
                           f"{', '.join(got['missing'])} -- hint: results of Dual2 arithmetic "
                           "must be Dual2 objects with .value, .d1 and .d2")
-    return tuple(Returned(f"{shown}.{a}", part) for a, part in zip(_PARTS, got["parts"]))
+    return tuple(Returned(f"{shown}.{a}", piece) for a, piece in zip(_PARTS, got["parts"]))
 
 
 @exercise("Dual2", points=3, remote=True)
@@ -166,8 +171,8 @@ def check_dual2(ns):
                    np.exp(s) * ((2 * u * c) ** 2 - s * (2 * u) ** 2 + 2 * c)),
                   f"{chain_rule}; {product_rule}"))
     for text, fun, seed, expected, hint in cases:
-        for part, want in zip(_dual2_parts(ns, text, fun, seed), expected):
-            expect_close(part, want, rtol=1e-5, atol=1e-6, hint=hint)
+        for piece, want in zip(_dual2_parts(ns, text, fun, seed), expected):
+            expect_close(piece, want, rtol=1e-5, atol=1e-6, hint=hint)
 
     xs = jnp.array([0.0, 0.5, 1.0])
     arrays = "values may be minijax arrays: use jnp.sin, jnp.cos and jnp.exp, not math"
@@ -175,8 +180,8 @@ def check_dual2(ns):
                          hint=arrays)
     x = f64(xs)
     want = (np.sin(x) * x, np.cos(x) * x + np.sin(x), -np.sin(x) * x + 2 * np.cos(x))
-    for part, value in zip(parts, want):
-        expect_close(part, value, rtol=1e-5, atol=1e-6, hint=arrays)
+    for piece, value in zip(parts, want):
+        expect_close(piece, value, rtol=1e-5, atol=1e-6, hint=arrays)
 
 
 # ---------------------------------------------------------------------------------------

@@ -24,7 +24,9 @@ from grader.checks import (
     brief,
     exercise,
     expect_close,
+    grouped,
     learner_function,
+    part,
     probe,
     reported,
 )
@@ -359,7 +361,12 @@ def _expect_outputs(got: Returned, expected: list, hint: str) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-@exercise("evaluate", points=3, remote=True)
+#: The parts of the evaluate exercise: how many of its programs, in order, each holds.
+_EVALUATE_PARTS = {"straight-line programs": 3, "cond, nested jit and literal outputs": 5}
+
+
+@exercise("evaluate", points=3, remote=True, parts={"straight-line programs": 1,
+                                                    "cond, nested jit and literal outputs": 2})
 def check_evaluate(ns):
     if "NUMPY_RULES" not in ns:
         raise CheckFailed("NUMPY_RULES is not defined: run the cell that defines it first")
@@ -395,24 +402,31 @@ def check_evaluate(ns):
         (Program("lambda x: (x, 2.0 * x, 1.0)", "lambda v: (v, 2.0 * v, 1.0)", x),
          [x, 2 * x, 1.0]),
     ]
+    learner_function(ns, "evaluate")
     reports = observed(ns, "evaluate", [program for program, _ in cases])
-    for (program, expected), report in zip(cases, reports):
-        closed = program.closed()
-        consts = [np.asarray(c) for c in closed.consts]
-        args = [np.asarray(a) for a in program.args]
-        shown = f"{program.describe()}, {brief(consts)}, *{brief(args)}"
-        got = returned(call_text("evaluate", shown), report)
-        if not isinstance(got.value, (list, tuple)) or len(got.value) != len(expected):
-            raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected a list of "
-                              f"{len(expected)} NumPy array(s). The jaxpr is:\n{closed}\n"
-                              f"-- hint: {hint}")
-        for i, (value, want) in enumerate(zip(got.value, expected)):
-            if not isinstance(value, (np.ndarray, np.generic)):
-                kind = value.type_name if isinstance(value, Opaque) else type(value).__name__
-                raise CheckFailed(f"output {i} of {got.call} is a {kind}; "
-                                  f"expected a NumPy array -- hint: {hint}")
-            expect_close(Returned(call=f"output {i} of {got.call}", value=value), want, rtol=1e-5,
-                         atol=1e-6, hint=f"the jaxpr is:\n{closed}\n{hint}")
+    for (name, (program, expected)), report in zip(grouped(cases, _EVALUATE_PARTS), reports):
+        with part(name):
+            _check_evaluated(program, expected, report, hint)
+
+
+def _check_evaluated(program: Program, expected: list, report: Any, hint: str) -> None:
+    """What the learner's evaluate returned for one program (``report``) is ``expected``."""
+    closed = program.closed()
+    consts = [np.asarray(c) for c in closed.consts]
+    args = [np.asarray(a) for a in program.args]
+    shown = f"{program.describe()}, {brief(consts)}, *{brief(args)}"
+    got = returned(call_text("evaluate", shown), report)
+    if not isinstance(got.value, (list, tuple)) or len(got.value) != len(expected):
+        raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected a list of "
+                          f"{len(expected)} NumPy array(s). The jaxpr is:\n{closed}\n"
+                          f"-- hint: {hint}")
+    for i, (value, want) in enumerate(zip(got.value, expected)):
+        if not isinstance(value, (np.ndarray, np.generic)):
+            kind = value.type_name if isinstance(value, Opaque) else type(value).__name__
+            raise CheckFailed(f"output {i} of {got.call} is a {kind}; "
+                              f"expected a NumPy array -- hint: {hint}")
+        expect_close(Returned(call=f"output {i} of {got.call}", value=value), want, rtol=1e-5,
+                     atol=1e-6, hint=f"the jaxpr is:\n{closed}\n{hint}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -431,7 +445,12 @@ def _needed(jaxpr: Jaxpr) -> list[JaxprEqn]:
     return kept[::-1]
 
 
-@exercise("dce", points=3, remote=True)
+#: The parts of the DCE exercise: how many of its programs, in order, each holds.
+_DCE_PARTS = {"removing dead equations": 5, "nothing needed, nothing dead": 2}
+
+
+@exercise("dce", points=3, remote=True, parts={"removing dead equations": 2,
+                                               "nothing needed, nothing dead": 1})
 def check_dce(ns):
     hint = ("walk the equations backwards with a set of live variables, starting with the "
             "outvars (Vars only: literals need nothing); keep an equation if any of its outvars "
@@ -452,28 +471,37 @@ def check_dce(ns):
         Program("lambda x: x * offsets - 1.0  (a constvar; nothing is dead)",
                 "lambda x: x * _OFFSETS - 1.0", _vector(1.0, 2.0, 3.0)),
     ]
-    for program, report in zip(cases, observed(ns, "dce", cases)):
-        closed = program.closed()
-        jaxpr = closed.jaxpr
-        got = returned(call_text("dce", program.describe()), report)
-        if report["changed"]:
-            raise CheckFailed(f"{got.call} changed the equations of the jaxpr it was given; "
-                              "build a new Jaxpr and leave the input alone")
-        if not report["is_jaxpr"]:
-            raise CheckFailed(f"{got.call} returned a {got.value}; expected a Jaxpr "
-                              f"-- hint: {hint}")
-        for part in ("constvars", "invars", "outvars"):
-            if not report["same"][part]:
-                raise CheckFailed(f"{got.call} changed the {part}; keep them as they are (the "
-                                  f"same Var objects) -- hint: {hint}")
-        _expect_needed(got.call, jaxpr, report["kept"], closed, hint)
-        returned(f"check_jaxpr({got.call})", report["checked"])
-        outputs = returned(f"eval_jaxpr({got.call}, ...)", report["outputs"]).value
-        args = [np.asarray(a) for a in program.args]
-        expected = eval_jaxpr(jaxpr, closed.consts, *args)
-        for i, (value, want) in enumerate(zip(outputs, expected)):
-            expect_close(Returned(call=f"eval_jaxpr({got.call}, ...)[{i}]", value=value),
-                         np.asarray(want, np.float64), rtol=1e-6)
+    learner_function(ns, "dce")
+    reports = observed(ns, "dce", cases)
+    for (name, program), report in zip(grouped(cases, _DCE_PARTS), reports):
+        with part(name):
+            _check_eliminated(program, report, hint)
+
+
+def _check_eliminated(program: Program, report: Any, hint: str) -> None:
+    """The jaxpr the learner's dce returned for one program (``report``) keeps exactly the
+    needed equations, and computes what the program does."""
+    closed = program.closed()
+    jaxpr = closed.jaxpr
+    got = returned(call_text("dce", program.describe()), report)
+    if report["changed"]:
+        raise CheckFailed(f"{got.call} changed the equations of the jaxpr it was given; "
+                          "build a new Jaxpr and leave the input alone")
+    if not report["is_jaxpr"]:
+        raise CheckFailed(f"{got.call} returned a {got.value}; expected a Jaxpr "
+                          f"-- hint: {hint}")
+    for field in ("constvars", "invars", "outvars"):
+        if not report["same"][field]:
+            raise CheckFailed(f"{got.call} changed the {field}; keep them as they are (the "
+                              f"same Var objects) -- hint: {hint}")
+    _expect_needed(got.call, jaxpr, report["kept"], closed, hint)
+    returned(f"check_jaxpr({got.call})", report["checked"])
+    outputs = returned(f"eval_jaxpr({got.call}, ...)", report["outputs"]).value
+    args = [np.asarray(a) for a in program.args]
+    expected = eval_jaxpr(jaxpr, closed.consts, *args)
+    for i, (value, want) in enumerate(zip(outputs, expected)):
+        expect_close(Returned(call=f"eval_jaxpr({got.call}, ...)[{i}]", value=value),
+                     np.asarray(want, np.float64), rtol=1e-6)
 
 
 def _expect_needed(call: str, jaxpr: Jaxpr, kept: list[int], closed: ClosedJaxpr,

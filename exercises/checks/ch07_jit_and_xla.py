@@ -1,10 +1,11 @@
 """Checks for chapter 07, jit and XLA.
 
 Expected values come from minijax itself, never from the solution notebook: programs are run
-eagerly (minijax's eager results are checked against JAX by the test suite), lowering rules are
-compared with the text minijax lowers for an equivalent ``lax`` program (equal to JAX's text,
-also tested), a CSE pass with the number of operations minijax's own pass keeps, and predicted
-cache keys with what ``jit`` really does.
+eagerly (minijax's eager results are checked against JAX by the test suite), a lowering rule's
+module is compiled by minijax's NumPy backend and run, and its operations compared, as a multiset
+(several orders are equally right), with those minijax lowers for an equivalent ``lax`` program
+(equal to JAX's text, also tested), a CSE pass with the number of operations minijax's own pass
+keeps, and predicted cache keys with what ``jit`` really does.
 
 The learner's functions receive jaxprs, modules and arguments that are not plain data, so an
 instrument of the check's (:data:`_OBSERVE`) builds them in the learner's process from the
@@ -15,7 +16,7 @@ comparisons are made here.
 from __future__ import annotations
 
 import ast
-import difflib
+import collections
 from typing import Any
 
 import numpy as np
@@ -26,14 +27,16 @@ from grader.checks import (
     CheckFailed,
     brief,
     exercise,
+    grouped,
     learner_function,
+    part,
     probe,
     reported,
     show,
 )
 from grader.plain import FunctionSource
 from minijax import lax
-from minijax.compiler import numpy_backend, passes, stablehlo
+from minijax.compiler import passes, stablehlo
 
 f32 = np.float32
 
@@ -74,10 +77,28 @@ def _leaky_relu(x, negative_slope):
 
 _LEAKY_CASES = [((3,), np.float32, 0.1), ((), np.float32, 0.2), ((2, 2), np.float16, 0.01),
                 ((4,), jnp.bfloat16, 0.3)]
+
+
+# The inputs the compiled lowering runs on: negative, zero and positive elements.
+def _leaky_inputs(shape, dtype):
+    base = np.array([-2.0, -0.5, 0.0, 1.5, 3.0, -7.0, 0.25, 1.0][:max(1, int(np.prod(shape)))],
+                    dtype=dtype).reshape(shape)
+    return [base, -base]
+
+
+# The operations of a StableHLO module's text, each as its name and result types, sorted:
+# a multiset that does not depend on the order they come in.
+def _op_kinds(text):
+    from minijax.compiler import stablehlo
+
+    module = stablehlo.parse_module(text)
+    return sorted(f"{op.name} -> {', '.join(str(r.type) for r in op.results)}"
+                  for func in module.funcs for op in stablehlo.walk_ops(func.body))
 """
 _HELPERS: dict[str, Any] = {"np": np, "jnp": jnp, "lax": lax, "jax": jax}
 exec(_PRELUDE, _HELPERS)
-_LEAKY_CASES = _HELPERS["_LEAKY_CASES"]
+_LEAKY_CASES, _leaky_inputs, _op_kinds = (
+    _HELPERS[name] for name in ("_LEAKY_CASES", "_leaky_inputs", "_op_kinds"))
 
 #: Runs in the learner's process (the ``observe`` probe): for each case, builds its inputs from
 #: their source, calls the learner's function and reports, as plain data, what came back and
@@ -141,10 +162,17 @@ _OBSERVE = """def observe_xla(ns, prelude, name, cases):
         spec = jax.ShapeDtypeStruct(shape, dtype)
         lowering.lowering_rules[scope["_leaky_relu_p"]] = ns[name]
         try:
-            return attempt(lambda: jax.jit(lambda x: scope["_leaky_relu"](x, slope))
-                           .lower(spec).as_text())
+            got = attempt(lambda: jax.jit(lambda x: scope["_leaky_relu"](x, slope))
+                          .lower(spec).as_text())
         finally:
             del lowering.lowering_rules[scope["_leaky_relu_p"]]
+        if "value" not in got or not isinstance(got["value"], str):
+            return got
+        text = got["value"]
+        got["ops"] = attempt(lambda: scope["_op_kinds"](text))
+        got["outs"] = attempt(lambda: [np.asarray(numpy_backend.compile(text)(x)[0])
+                                       for x in scope["_leaky_inputs"](shape, dtype)])
+        return got
 
     def eliminated(source, args):
         module = stablehlo.parse_module(jax.jit(eval(source, scope)).lower(*args).as_text())
@@ -173,7 +201,8 @@ _OBSERVE = """def observe_xla(ns, prelude, name, cases):
     def keyed(first, second, static):
         function = ns.get(name)
         if not callable(function):
-            return {"missing": True}
+            yield {"missing": True}
+            return
         keys = []
         for text in (first, second):
             got = attempt(lambda: function(eval(text, scope), static))
@@ -279,49 +308,62 @@ def _compiled_outputs(report: dict[str, Any], shown: str) -> Any:
     return reported(shown, outs).value
 
 
-@exercise("compile_jaxpr", points=4, remote=True)
+#: The part of the exercise each program belongs to, by the statement its code must contain.
+_COMPILE_PARTS = {None: "straight-line programs", _IF: "cond and switch", _WHILE: "loops",
+                  _LOOP: "loops"}
+
+
+@exercise("compile_jaxpr", points=4, remote=True,
+          parts={"straight-line programs": 1, "cond and switch": 1, "loops": 2})
 def check_compile_jaxpr(ns):
     learner_function(ns, "compile_jaxpr")
     reports = observed(ns, "compile_jaxpr", [[text.partition("   # ")[0], list(args)]
                                              for text, args, _ in _PROGRAMS])
     for (text, args, statement), report in zip(_PROGRAMS, reports):
-        fun = _program(text)
-        expected = [np.asarray(v) for v in jax.tree_util.tree_leaves(fun(*args))]
-        program, _, note = text.partition("   # ")
-        arguments = ", ".join(show(a) for a in args)
-        where = f"with closed = jax.make_jaxpr({program})({arguments})"
-        if note:
-            where += f" (where {note})"
-        reported(f"compile_jaxpr({show(jax.make_jaxpr(fun)(*args))})", report)
-        if not report["callable"]:
-            raise CheckFailed(f"{where}, compile_jaxpr(closed) returned "
-                              f"{report['type']}, not a function")
-        source = report["source"]
-        if source is None:
-            raise CheckFailed(f"{where}, the function compile_jaxpr(closed) returned has no "
-                              "attribute `source` holding the generated Python code (a str)")
-        try:
-            found = _statements(source)
-        except SyntaxError as exc:
-            raise CheckFailed(f"{where}, compile_jaxpr(closed).source is not valid Python: "
-                              f"{exc}\n{source}") from exc
-        shown = f"{where}, compile_jaxpr(closed)({arguments})"
-        outs = _compiled_outputs(report, shown)
-        if not isinstance(outs, (list, tuple)) or len(outs) != len(expected):
-            raise CheckFailed(f"{shown} returned {brief(outs)}; expected a list of "
-                              f"{len(expected)} arrays, one per output of the jaxpr")
-        for i, (out, want) in enumerate(zip(outs, expected)):
-            out = np.asarray(out)
-            if out.shape != want.shape or out.dtype != want.dtype:
-                raise CheckFailed(f"{shown}: output {i} is {out.dtype}{list(out.shape)}; "
-                                  f"expected {want.dtype}{list(want.shape)}")
-            if not np.allclose(out, want, rtol=1e-5, atol=1e-6):
-                raise CheckFailed(f"{shown}: output {i} is {brief(out)}; expected {brief(want)}")
-        if statement is not None and not found & set(statement[1]):
-            raise CheckFailed(
-                f"{where}, the generated source has no {statement[0]}: compile the control "
-                f"flow into Python statements -- hint: {_COMPILE_HINT}\n"
-                f"The source was:\n{source}")
+        with part(_COMPILE_PARTS[statement]):
+            _check_compiled(text, args, statement, report)
+
+
+def _check_compiled(text: str, args: tuple, statement: Any, report: dict[str, Any]) -> None:
+    """The function compile_jaxpr made of one program (``report``) computes what the program
+    does, with the statement its control flow needs."""
+    fun = _program(text)
+    expected = [np.asarray(v) for v in jax.tree_util.tree_leaves(fun(*args))]
+    program, _, note = text.partition("   # ")
+    arguments = ", ".join(show(a) for a in args)
+    where = f"with closed = jax.make_jaxpr({program})({arguments})"
+    if note:
+        where += f" (where {note})"
+    reported(f"compile_jaxpr({show(jax.make_jaxpr(fun)(*args))})", report)
+    if not report["callable"]:
+        raise CheckFailed(f"{where}, compile_jaxpr(closed) returned "
+                          f"{report['type']}, not a function")
+    source = report["source"]
+    if source is None:
+        raise CheckFailed(f"{where}, the function compile_jaxpr(closed) returned has no "
+                          "attribute `source` holding the generated Python code (a str)")
+    try:
+        found = _statements(source)
+    except SyntaxError as exc:
+        raise CheckFailed(f"{where}, compile_jaxpr(closed).source is not valid Python: "
+                          f"{exc}\n{source}") from exc
+    shown = f"{where}, compile_jaxpr(closed)({arguments})"
+    outs = _compiled_outputs(report, shown)
+    if not isinstance(outs, (list, tuple)) or len(outs) != len(expected):
+        raise CheckFailed(f"{shown} returned {brief(outs)}; expected a list of "
+                          f"{len(expected)} arrays, one per output of the jaxpr")
+    for i, (out, want) in enumerate(zip(outs, expected)):
+        out = np.asarray(out)
+        if out.shape != want.shape or out.dtype != want.dtype:
+            raise CheckFailed(f"{shown}: output {i} is {out.dtype}{list(out.shape)}; "
+                              f"expected {want.dtype}{list(want.shape)}")
+        if not np.allclose(out, want, rtol=1e-5, atol=1e-6):
+            raise CheckFailed(f"{shown}: output {i} is {brief(out)}; expected {brief(want)}")
+    if statement is not None and not found & set(statement[1]):
+        raise CheckFailed(
+            f"{where}, the generated source has no {statement[0]}: compile the control "
+            f"flow into Python statements -- hint: {_COMPILE_HINT}\n"
+            f"The source was:\n{source}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -329,12 +371,34 @@ def check_compile_jaxpr(ns):
 # ---------------------------------------------------------------------------------------
 
 
-def _diff(want: str, got: str) -> str:
-    return "\n".join(difflib.unified_diff(want.splitlines(), got.splitlines(), "expected",
-                                          "yours", lineterm=""))
+def _counted(kinds: list[str]) -> str:
+    """``2 x stablehlo.constant -> tensor<f32>, ...``: a multiset of operations, in words."""
+    counts = collections.Counter(kinds)
+    return ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in sorted(counts.items()))
 
 
-@exercise("leaky_relu_lowering", points=2, remote=True)
+def _same_operations(shown: str, want: str, report: dict[str, Any], slope: float) -> None:
+    """The learner's module (text ``report["value"]``) has the operations of ``want``, in any
+    order; a difference is named, not the whole expected module."""
+    ops = report["ops"]
+    if "raised" in ops:
+        raise CheckFailed(f"{shown} gave text that minijax cannot parse ({ops['raised']}):\n"
+                          f"{report['value'].rstrip()}")
+    mine, theirs = collections.Counter(ops["value"]), collections.Counter(_op_kinds(want))
+    if mine != theirs:
+        extra, missing = _counted(list((mine - theirs).elements())), _counted(
+            list((theirs - mine).elements()))
+        raise CheckFailed(
+            f"{shown} gave other operations than `lax.select(x > 0, x, x * {slope})` lowers to "
+            f"(in whatever order): yours have {extra or 'nothing'} too many, and lack "
+            f"{missing or 'nothing'}. Your module:\n{report['value'].rstrip()}\n-- hint: the "
+            "constants 0 and the slope take x's dtype (`x.type.dtype`) and are broadcast to x's "
+            "shape (`ctx.b.broadcast_to`) before the comparison and the product; a scalar x "
+            "needs no broadcast")
+
+
+@exercise("leaky_relu_lowering", points=2, remote=True,
+          parts={"float32 operands": 1, "float16 and bfloat16 operands": 1})
 def check_leaky_relu_lowering(ns):
     if "leaky_relu_lowering" not in ns:
         raise CheckFailed("leaky_relu_lowering is not defined: did you run its cell?")
@@ -342,23 +406,22 @@ def check_leaky_relu_lowering(ns):
     for (shape, dtype, slope), report in zip(_LEAKY_CASES, reports):
         spec = jax.ShapeDtypeStruct(shape, dtype)
         type_name = f"{np.dtype(dtype).name}{list(shape)}"
-        want = jax.jit(lambda x, s=slope: lax.select(x > 0, x, x * s)).lower(spec).as_text()
         shown = f"lowering leaky_relu(x, negative_slope={slope}) for x of type {type_name}"
-        got = reported(shown, report)
-        if got.value != want:
-            raise CheckFailed(
-                f"{shown} gave other StableHLO than `lax.select(x > 0, x, x * {slope})` "
-                f"lowers to:\n{_diff(want, str(got.value))}\n-- hint: emit, in this order, the "
-                "constant 0 (broadcast to x's shape unless x is a scalar), the comparison "
-                "`x > 0`, the constant slope (broadcast likewise), the product, the select; "
-                "constants take x's dtype (`x.type.dtype`)")
-        values = np.array([-2.0, -0.5, 0.0, 1.5, 3.0, -7.0, 0.25, 1.0][:max(1, int(np.prod(
-            shape)))], dtype=dtype).reshape(shape)
-        outs = numpy_backend.compile(want)(values)  # the learner's text, which is this one
-        expected = np.where(values > 0, values, values * np.asarray(slope, dtype))
-        if not np.array_equal(outs[0], expected):
-            raise CheckFailed(f"the program {shown} computes {brief(outs[0])} for x = "
-                              f"{brief(values)}; expected {brief(expected)}")
+        with part("float32 operands" if dtype is np.float32 else "float16 and bfloat16 operands"):
+            got = reported(shown, report)
+            if not isinstance(got.value, str):
+                raise CheckFailed(f"{shown} returned {brief(got.value)}, not StableHLO text")
+            want = jax.jit(lambda x, s=slope: lax.select(x > 0, x, x * s)).lower(spec).as_text()
+            _same_operations(shown, want, report, slope)
+            program = f"the program {shown}, compiled by minijax's NumPy backend,"
+            outs = reported(program, report["outs"]).value
+            for values, out in zip(_leaky_inputs(shape, dtype), outs):
+                out = np.asarray(out)
+                expected = np.where(values > 0, values, values * np.asarray(slope, dtype))
+                if out.dtype != expected.dtype or not np.array_equal(out, expected):
+                    raise CheckFailed(
+                        f"{program} computes {brief(out)} ({out.dtype}) for x = "
+                        f"{brief(values)}; expected {brief(expected)} ({expected.dtype})")
 
 
 # ---------------------------------------------------------------------------------------
@@ -388,52 +451,64 @@ def _plain_ops(func: stablehlo.Func) -> int:
     return sum(not op.regions for op in func.body.ops)
 
 
-@exercise("cse", points=3, remote=True)
+#: The parts of the CSE exercise: how many of the programs above, in order, each holds.
+_CSE_PARTS = {"programs of one function": 4, "nested functions and regions": 3,
+              "large constants": 1}
+
+
+@exercise("cse", points=3, remote=True, parts=dict.fromkeys(_CSE_PARTS, 1))
 def check_cse(ns):
     learner_function(ns, "cse")
     reports = observed(ns, "cse", [[text.partition("   # ")[0], list(args)]
                                    for text, args in _CSE_PROGRAMS])
-    for (text, args), report in zip(_CSE_PROGRAMS, reports):
-        fun = _program(text)
-        lowered_text = jax.jit(fun).lower(*args).as_text()
-        program, _, note = text.partition("   # ")
-        shown = f"cse(stablehlo.parse_module(jax.jit({program}).lower(...).as_text()))"
-        if note:
-            shown += f" (where {note})"
-        reported(shown, report)
-        if not report["same"]:
-            raise CheckFailed(f"{shown} returned {report['type']}; expected the "
-                              "module it was given (changed in place)")
-        if "raised" in report["results"]:
+    for (part_name, (text, args)), report in zip(grouped(_CSE_PROGRAMS, _CSE_PARTS), reports):
+        with part(part_name):
+            _check_eliminated(text, args, report)
+
+
+def _check_eliminated(text: str, args: tuple, report: dict[str, Any]) -> None:
+    """The module of one program after the learner's pass (``report``) still computes what the
+    program does, with as many ops as minijax's pass leaves."""
+    fun = _program(text)
+    lowered_text = jax.jit(fun).lower(*args).as_text()
+    program, _, note = text.partition("   # ")
+    shown = f"cse(stablehlo.parse_module(jax.jit({program}).lower(...).as_text()))"
+    if note:
+        shown += f" (where {note})"
+    reported(shown, report)
+    if not report["same"]:
+        raise CheckFailed(f"{shown} returned {report['type']}; expected the "
+                          "module it was given (changed in place)")
+    if "raised" in report["results"]:
+        raise CheckFailed(
+            f"after {shown}, the module no longer works ({report['results']['raised']}): "
+            "does an operand still refer to the result of an op you removed? Ops nested "
+            "in regions read values of the outer block too")
+    listing = report["listing"]
+    expected = [np.asarray(v) for v in jax.tree_util.tree_leaves(fun(*args))]
+    for out, want in zip(report["results"]["value"], expected):
+        if not np.allclose(out, want, rtol=1e-5, atol=1e-6):
             raise CheckFailed(
-                f"after {shown}, the module no longer works ({report['results']['raised']}): "
-                "does an operand still refer to the result of an op you removed? Ops nested "
-                "in regions read values of the outer block too")
-        listing = report["listing"]
-        expected = [np.asarray(v) for v in jax.tree_util.tree_leaves(fun(*args))]
-        for out, want in zip(report["results"]["value"], expected):
-            if not np.allclose(out, want, rtol=1e-5, atol=1e-6):
-                raise CheckFailed(
-                    f"after {shown}, the program computes {brief(out)}; expected "
-                    f"{brief(want)}: two ops that differ were merged (compare names, operands, "
-                    "attributes and result types; constants differ by their values: compare "
-                    f"`value.tobytes()` rather than a repr){listing}")
-        reference = passes.common_subexpression_elimination(
-            stablehlo.parse_module(lowered_text))
-        for (name, mine), ref in zip(report["plain_ops"], reference.funcs):
-            # Ops with regions are the learner's to leave alone (as the exercise says) or to
-            # merge when their regions are identical (as minijax's pass does): both are right,
-            # so only the ops without regions are counted.
-            theirs = _plain_ops(ref)
-            if mine > theirs:
-                raise CheckFailed(
-                    f"after {shown}, @{name} has {mine} top-level ops without regions; "
-                    f"common-subexpression elimination leaves {theirs}: some duplicates were "
-                    f"missed (every function of the module counts){listing}")
-            if mine < theirs:
-                raise CheckFailed(
-                    f"after {shown}, @{name} has {mine} top-level ops without regions; "
-                    f"expected {theirs}: leave `return`s and custom calls alone{listing}")
+                f"after {shown}, the program computes {brief(out)}; expected "
+                f"{brief(want)}: two ops that differ were merged (compare names, operands, "
+                "attributes and result types; constants differ by their values: compare "
+                f"`value.tobytes()` rather than a repr){listing}")
+    reference = passes.common_subexpression_elimination(
+        stablehlo.parse_module(lowered_text))
+    for (name, mine), ref in zip(report["plain_ops"], reference.funcs):
+        # Ops with regions are the learner's to leave alone (as the exercise says) or to
+        # merge when their regions are identical (as minijax's pass does): both are right,
+        # so only the ops without regions are counted.
+        theirs = _plain_ops(ref)
+        if mine > theirs:
+            raise CheckFailed(
+                f"after {shown}, @{name} has {mine} top-level ops without regions; "
+                f"common-subexpression elimination leaves {theirs}: some duplicates were "
+                f"missed (every function of the module counts){listing}")
+        if mine < theirs:
+            raise CheckFailed(
+                f"after {shown}, @{name} has {mine} top-level ops without regions; "
+                f"expected {theirs}: leave `return`s and custom calls alone{listing}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -485,25 +560,36 @@ def _retraces(first: tuple, second: tuple, static_argnums: tuple) -> bool:
     return len(traces) == 2
 
 
-@exercise("cache_key", points=2, remote=True)
+#: The parts of the cache-key exercise: how many of the cases above, in order, each holds.
+_KEY_PARTS = {"arrays and Python scalars": 14, "pytrees and static arguments": 12}
+
+
+@exercise("cache_key", points=2, remote=True, parts=dict.fromkeys(_KEY_PARTS, 1))
 def check_cache_key(ns):
     reports = observed(ns, "cache_key", [list(case) for case in _KEY_CASES])
-    for (first_text, second_text, static), steps in zip(_KEY_CASES, reports):
-        if steps and "missing" in steps[0]:
-            raise CheckFailed("cache_key is not defined as a function: did you run its cell?")
-        keys = []
-        for text, step in zip((first_text, second_text), steps):
-            got = reported(f"cache_key({text}, static_argnums={static})", step)
-            if "unhashable" in step:
-                raise CheckFailed(f"{got.call} returned {step['repr']}, which is not hashable "
-                                  f"({step['unhashable']}): a cache key must be (use tuples, "
-                                  "not lists)")
-            keys.append((got.call, step["repr"]))
-        retraced = _retraces(eval(first_text, _HELPERS), eval(second_text, _HELPERS), static)
-        if steps[2]["equal"] == retraced:
-            verdict = "equal" if not retraced else "different"
-            raise CheckFailed(
-                f"{keys[0][0]} and {keys[1][0]} should be {verdict}: a function jitted "
-                f"with static_argnums={static} and called with {first_text}, then with "
-                f"{second_text}, {'traces' if retraced else 'does not trace'} again. Yours "
-                f"were {keys[0][1]} and {keys[1][1]}")
+    if reports and reports[0] and "missing" in reports[0][0]:
+        raise CheckFailed("cache_key is not defined as a function: did you run its cell?")
+    for (part_name, case), steps in zip(grouped(_KEY_CASES, _KEY_PARTS), reports):
+        with part(part_name):
+            _check_key(*case, steps)
+
+
+def _check_key(first_text: str, second_text: str, static: tuple, steps: list[Any]) -> None:
+    """The learner's keys for one pair of calls (``steps``) are equal exactly when jit does
+    not trace again."""
+    keys = []
+    for text, step in zip((first_text, second_text), steps):
+        got = reported(f"cache_key({text}, static_argnums={static})", step)
+        if "unhashable" in step:
+            raise CheckFailed(f"{got.call} returned {step['repr']}, which is not hashable "
+                              f"({step['unhashable']}): a cache key must be (use tuples, "
+                              "not lists)")
+        keys.append((got.call, step["repr"]))
+    retraced = _retraces(eval(first_text, _HELPERS), eval(second_text, _HELPERS), static)
+    if steps[2]["equal"] == retraced:
+        verdict = "equal" if not retraced else "different"
+        raise CheckFailed(
+            f"{keys[0][0]} and {keys[1][0]} should be {verdict}: a function jitted "
+            f"with static_argnums={static} and called with {first_text}, then with "
+            f"{second_text}, {'traces' if retraced else 'does not trace'} again. Yours "
+            f"were {keys[0][1]} and {keys[1][1]}")
