@@ -16,11 +16,11 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_121,
-    "core": 2_357,
-    "transformations": 4_363,
+    "core": 2_438,
+    "transformations": 4_393,
     "primitives": 7_178,
     "api": 881,
-    "breadth": 10_675,
+    "breadth": 10_851,
     "backends": 2_288,
     "package": 105,
 }
