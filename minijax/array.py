@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import errors
+from minijax import dtypes, errors
 from minijax.core import ShapedArray, Tracer
 
 
@@ -86,6 +86,10 @@ class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tra
 
     # --- conversions to Python and NumPy -------------------------------------------------
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if dtypes.is_extended(self.aval.dtype):
+            raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy "
+                            "array. Use jax.random.key_data(arr) if you wish to extract the "
+                            "underlying integer array.")
         value = self._wait()
         if value.flags.writeable:  # hand out read-only views only: arrays are immutable
             value.flags.writeable = False
@@ -141,6 +145,8 @@ class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tra
         line (the last line growing past 75 characters), JAX keeps it on the same line,
         indented by six spaces instead of one; we print what JAX prints."""
         value = self._wait()
+        if dtypes.is_extended(self.aval.dtype):  # keys: the shape, then the stored words
+            return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{value}"
         extras = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
         if value.size == 0:  # NumPy would hide the shape of an empty array; JAX shows it
             extras = f"shape={self.shape}, {extras}"
@@ -151,7 +157,7 @@ class Array(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta only to register Tra
         return f"{body}{spacer}{extras})"
 
     def __str__(self) -> str:
-        return str(self._wait())
+        return repr(self) if dtypes.is_extended(self.aval.dtype) else str(self._wait())
 
 
 Array.register(Tracer)

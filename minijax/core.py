@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import errors
+from minijax import dtypes, errors
 
 # ---------------------------------------------------------------------------------------
 # Abstract values
@@ -57,7 +57,7 @@ class ShapedArray:
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False) -> None:
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
@@ -105,6 +105,15 @@ class ShapedArray:
     def __str__(self) -> str:
         """As JAX prints a type: ``float32[3]``, with ``~`` in front if it is weak."""
         return f"{'~' if self.weak_type else ''}{self.str_long()}"
+
+
+def physical_aval(aval: ShapedArray) -> ShapedArray:
+    """How a value of ``aval`` is stored: itself, or for an extended dtype (a key) the
+    array of its physical dtype with the physical trailing dimensions."""
+    dt = aval.dtype
+    if not dtypes.is_extended(dt):
+        return aval
+    return ShapedArray((*aval.shape, *dt.physical_shape), dt.physical_dtype)
 
 
 def get_aval(x: Any) -> ShapedArray:

@@ -50,6 +50,7 @@ __all__ = [
     "complex128",
     "dtype",
     "dtype_and_weak_type",
+    "extended",
     "finfo",
     "float16",
     "float32",
@@ -67,6 +68,7 @@ __all__ = [
     "least_upper_bound",
     "node_dtype",
     "promote_types",
+    "prng_key",
     "promotion_lattice",
     "python_scalar_dtype",
     "result_type",
@@ -104,6 +106,53 @@ SUPPORTED_DTYPES: tuple[type, ...] = (
 float0 = np.dtype([("float0", np.void, 0)])
 
 _SUPPORTED = frozenset(np.dtype(t) for t in SUPPORTED_DTYPES)
+
+
+# --------------------------------------------------------------------------------------
+# Extended dtypes: element types that are not numbers. A typed PRNG key (``key<fry>``) is
+# one: a key array of shape (3,) is *stored* as uint32[3, 2], but to every shape rule and
+# every printed jaxpr it is three opaque elements. The scalar classes place them in
+# NumPy's hierarchy, so ``issubdtype(k.dtype, prng_key)`` reads as in JAX.
+# --------------------------------------------------------------------------------------
+
+
+class extended(np.generic):  # noqa: N801  (JAX's name)
+    """The abstract scalar class of every extended dtype."""
+
+
+class prng_key(extended):  # noqa: N801  (JAX's name)
+    """The abstract scalar class of typed PRNG keys."""
+
+
+class ExtendedDType:
+    """The base of extended dtypes. ``type`` is the scalar class; a value of shape ``s``
+    is stored as an array of ``physical_dtype`` and shape ``(*s, *physical_shape)``."""
+
+    type: type = extended
+    name: str
+    kind = "V"  # not a number: no dtype family of lax accepts it
+    physical_shape: tuple[int, ...]
+    physical_dtype: np.dtype
+
+    @property
+    def itemsize(self) -> int:
+        return int(np.prod(self.physical_shape)) * self.physical_dtype.itemsize
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.name))
+
+
+def is_extended(dt: Any) -> bool:
+    return isinstance(dt, ExtendedDType)
+
 
 # finfo/iinfo from ml_dtypes extend NumPy's to bfloat16 (np.finfo(bfloat16) fails).
 finfo = ml_dtypes.finfo
@@ -324,6 +373,8 @@ def _scalar_class(x: Any) -> type:
     """A NumPy scalar class for ``x``, keeping abstract classes like ``np.floating``."""
     if isinstance(x, type) and issubclass(x, np.generic):
         return x
+    if isinstance(x, ExtendedDType):
+        return x.type
     return np.dtype(x).type
 
 

@@ -3,18 +3,19 @@
 There is no global random state (that would make functions impure, see chapter 08): every
 sampler takes a *key* and is a pure function of it. ``split`` turns one key into several
 independent ones and ``fold_in`` mixes an integer (a step number, say) into a key. All
-samplers start from :func:`minijax.prng.random_bits`, threefry2x32 written with ``lax``
-operations, so ``jit`` and ``make_jaxpr`` see ordinary primitives, and they turn those bits
-into numbers exactly as JAX 0.10.2 does, so the same key gives the same bits as in JAX.
+samplers start from the primitive ``random_bits`` (:mod:`minijax.prng`), which lowers to
+threefry2x32 written with ``lax`` operations, and they turn those bits into numbers
+exactly as JAX 0.10.2 does, so the same key gives the same bits as in JAX.
 
 Two kinds of key, as in JAX:
 
-* ``PRNGKey(seed)`` gives a *raw* key: a ``uint32[2]`` array (the two threefry words);
-* ``key(seed)`` gives a *typed* key, a :class:`KeyArray` whose dtype prints ``key<fry>``
-  and whose shape is that of the batch of keys (``()`` for one key). ``key_data`` unwraps
-  it into the raw ``uint32[..., 2]`` words and ``wrap_key_data`` wraps them back.
+* ``key(seed)`` gives a *typed* key: an array whose dtype prints ``key<fry>`` and whose
+  shape is that of the batch of keys (``()`` for one key). ``key_data`` unwraps it into
+  the raw ``uint32[..., 2]`` words and ``wrap_key_data`` wraps them back;
+* ``PRNGKey(seed)`` gives a *raw* key: a ``uint32[2]`` array (the two threefry words),
+  the typed key's data. Every function wraps a raw key first (``random_wrap`` in the
+  jaxpr) and ``split``/``fold_in`` unwrap what they return, so each gives the kind it got.
 
-Every function accepts either kind and ``split``/``fold_in`` return the kind they got.
 Samplers are ``jit``-compiled with static shapes and dtypes under the names JAX gives them
 (``_uniform``, ``_normal``, ...), so printed jaxprs nest as JAX's do.
 """
@@ -28,12 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes, lax, prng, tree_util
+from minijax import dtypes, lax, prng
 from minijax import numpy as jnp
 from minijax.compiler.jit import jit
 
 __all__ = [
-    "KeyArray",
     "PRNGKey",
     "bernoulli",
     "bits",
@@ -54,172 +54,99 @@ __all__ = [
     "wrap_key_data",
 ]
 
-_IMPL_NAME = "threefry2x32"
+def _check_impl(impl: Any) -> None:
+    if impl not in (None, prng.THREEFRY.name):
+        raise NotImplementedError(f"minijax implements only the threefry2x32 PRNG, got {impl}")
 
 
-class KeyDType:
-    """The dtype of typed threefry keys; it prints as JAX's does, ``key<fry>``."""
-
-    name = "key<fry>"
-
-    def __repr__(self) -> str:
-        return self.name
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, KeyDType)
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-
-class KeyArray:
-    """An array of typed PRNG keys: ``shape`` is the batch shape, ``dtype`` is ``key<fry>``,
-    and the threefry words live in :attr:`data` (shape ``(*shape, 2)``, uint32).
-
-    It is registered as a pytree whose one leaf is the data, which is how it crosses
-    ``jit`` and ``grad``."""
-
-    dtype = KeyDType()
-
-    def __init__(self, data: Any) -> None:
-        self.data = data
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.data.shape[:-1])
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of unsized object")
-        return self.shape[0]
-
-    def __getitem__(self, index: Any) -> KeyArray:
-        if not self.shape:
-            raise IndexError("Too many indices: 0-dimensional array indexed with 1 regular "
-                             "index.")
-        return KeyArray(self.data[index])
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    def reshape(self, *shape: Any) -> KeyArray:
-        new = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return KeyArray(jnp.reshape(self.data, (*new, 2)))
-
-    def __repr__(self) -> str:
-        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{np.asarray(self.data)}"
-
-    __str__ = __repr__
-
-
-tree_util.register_pytree_node(KeyArray, lambda k: ((k.data,), None),
-                               lambda _, children: KeyArray(children[0]))
-
-
-def _check_key_data(data: Any) -> Any:
-    data = jnp.asarray(data)
-    if data.dtype != np.uint32:
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
-                        f"uint32; got dtype={data.dtype}")
-    if data.shape[-1:] != (2,):
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to "
-                        f"end with (2,); got shape={data.shape} for impl={_IMPL_NAME}")
-    return data
-
-
-def _unwrap(key: Any) -> tuple[Any, bool]:
-    """(key data, whether the key was typed) for a raw or typed key."""
-    if isinstance(key, KeyArray):
-        return key.data, True
-    return _check_key_data(key), False
-
-
-def _rewrap(data: Any, typed: bool) -> Any:
-    return KeyArray(data) if typed else data
+def _typed(name: str, key: Any) -> tuple[Any, bool]:
+    """(the key as a typed key, whether it came raw): a raw ``uint32[..., 2]`` key is
+    wrapped (``random_wrap``), as JAX wraps it before anything else."""
+    if prng.is_key(key):
+        return key, False
+    return prng.random_wrap(jnp.asarray(key)), True
 
 
 def _single_key(name: str, key: Any) -> Any:
-    """The data of one key; a batch of keys is an error, as in JAX (vmap instead)."""
-    data, typed = _unwrap(key)
-    if data.shape != (2,):
-        shape = data.shape[:-1] if typed else data.shape
+    """One typed key; a batch of keys is an error, as in JAX (vmap instead)."""
+    typed, raw = _typed(name, key)
+    if typed.shape != ():
+        shape = jnp.shape(key) if raw else typed.shape
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{shape} != (). Use jax.vmap for batching.")
-    return data
+    return typed
+
+
+def _as_given(keys: Any, raw: bool) -> Any:
+    """New keys of the kind the caller gave: raw keys are unwrapped again."""
+    return prng.random_unwrap(keys) if raw else keys
 
 
 # Keys ---------------------------------------------------------------------------------
 
 
-def _seed_data(seed_value: Any) -> Any:
-    if isinstance(seed_value, KeyArray) or not dtypes.issubdtype(
+def _seeds(seed_value: Any) -> Any:
+    """Integer seeds as an array (a Python int keeps only the bits the default int has)."""
+    if prng.is_key(seed_value) or not dtypes.issubdtype(
             dtypes.dtype(seed_value), np.integer) and dtypes.dtype(seed_value) != np.bool_:
         raise TypeError(f"PRNG key seed must be an integer; got {seed_value!r}")
-    if isinstance(seed_value, int):  # a Python int keeps only the bits the default int has
+    if isinstance(seed_value, int):
         bits = np.iinfo(dtypes.canonicalize_dtype(np.int64)).bits
         seed_value = np.array(seed_value % 2 ** bits, np.uint64).astype(
             dtypes.canonicalize_dtype(np.int64))
-    return prng.seed(jnp.asarray(seed_value))
-
-
-def _check_impl(impl: Any) -> None:
-    if impl not in (None, _IMPL_NAME):
-        raise NotImplementedError(f"minijax implements only the threefry2x32 PRNG, got {impl}")
+    return jnp.asarray(seed_value)
 
 
 def PRNGKey(seed: Any, *, impl: Any = None) -> Any:  # noqa: N802  (JAX's name)
-    """A raw key (``uint32[2]``) from an integer seed."""
+    """A raw key (``uint32[2]``) from an integer seed: a typed key, unwrapped."""
     _check_impl(impl)
-    return _seed_data(seed)
+    return prng.random_unwrap(prng.random_seed(_seeds(seed)))
 
 
-def key(seed: Any, *, impl: Any = None) -> KeyArray:
+def key(seed: Any, *, impl: Any = None) -> Any:
     """A typed key (dtype ``key<fry>``, shape ``()``) from an integer seed."""
     _check_impl(impl)
-    return KeyArray(_seed_data(seed))
+    return prng.random_seed(_seeds(seed))
 
 
 def key_data(keys: Any) -> Any:
     """The raw uint32 words of typed keys (raw keys are returned as they are)."""
-    return _unwrap(keys)[0]
+    return prng.random_unwrap(_typed("key_data", keys)[0])
 
 
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> KeyArray:
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
     """Typed keys from raw ``uint32[..., 2]`` words."""
     _check_impl(impl)
-    return KeyArray(_check_key_data(key_bits_array))
+    return prng.random_wrap(jnp.asarray(key_bits_array))
 
 
 def key_impl(keys: Any) -> str:
-    _unwrap(keys)
-    return _IMPL_NAME
+    _typed("key_impl", keys)
+    return prng.THREEFRY.name
 
 
 def split(key: Any, num: int | Sequence[int] = 2) -> Any:
     """``num`` new keys (or an array of keys of shape ``num``) from one key."""
-    data = _single_key("split", key)
+    typed = _single_key("split", key)
     shape = tuple(num) if isinstance(num, Sequence) else (int(num),)
-    return _rewrap(prng.split(data, shape), isinstance(key, KeyArray))
+    return _as_given(prng.random_split(typed, shape), not prng.is_key(key))
 
 
 def fold_in(key: Any, data: Any) -> Any:
     """A new key that depends on ``key`` and the 32-bit integer ``data``."""
-    raw = _single_key("fold_in", key)
-    return _rewrap(prng.fold_in(raw, jnp.asarray(data, dtype=np.uint32)),
-                   isinstance(key, KeyArray))
+    typed = _single_key("fold_in", key)
+    return _as_given(prng.random_fold_in(typed, jnp.asarray(data, dtype=np.uint32)),
+                     not prng.is_key(key))
 
 
-def _split2(data: Any) -> tuple[Any, Any]:
-    keys = prng.split(data, (2,))
-    return keys[0], keys[1]
+def _unstack2(x: Any) -> tuple[Any, Any]:
+    """``x[0], x[1]`` as JAX's tuple unpacking records them (``slice`` with unit strides,
+    then ``squeeze``)."""
+    return lax.index_in_dim(x, 0, keepdims=False), lax.index_in_dim(x, 1, keepdims=False)
+
+
+def _split2(key: Any) -> tuple[Any, Any]:
+    return _unstack2(prng.random_split(key, (2,)))
 
 
 # Bits and uniform floats --------------------------------------------------------------
@@ -273,8 +200,8 @@ def _to_rank(x: Any, ndim: int) -> Any:
 @partial(jit, static_argnums=(1, 2))
 def _uniform(data: Any, shape: tuple[int, ...], dtype: np.dtype, minval: Any,
              maxval: Any) -> Any:
-    minval = _to_rank(lax.convert_element_type(minval, dtype), len(shape))
-    maxval = _to_rank(lax.convert_element_type(maxval, dtype), len(shape))
+    minval, maxval = (lax.convert_element_type(x, dtype) for x in (minval, maxval))
+    minval, maxval = (_to_rank(x, len(shape)) for x in (minval, maxval))
     floats = _unit_floats(data, shape, dtype)
     return lax.max(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
 
@@ -375,8 +302,7 @@ def _gumbel(data: Any, shape: tuple[int, ...], dtype: np.dtype, mode: str) -> An
     """-log(-log u): the inverse CDF of the Gumbel distribution."""
     one = np.array(1, dtype)
     if mode == "high":  # two uniforms per sample: finer resolution near u = 0
-        u = _uniform(data, (2, *shape), dtype, np.array(0, dtype), one)
-        coarse, fine = u[0], u[1]
+        coarse, fine = _unstack2(_uniform(data, (2, *shape), dtype, np.array(0, dtype), one))
         eps = np.array(dtypes.finfo(dtype).eps, dtype)
         refined = lax.add(lax.add(coarse, lax.mul(eps, fine)), _tiny(dtype))
         u = jnp.where(lax.ge(coarse, np.array(0.5, dtype)), coarse, refined)
@@ -417,12 +343,11 @@ def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 @partial(jit, static_argnums=(2, 3))
 def _bernoulli(data: Any, p: Any, shape: tuple[int, ...], mode: str) -> Any:
     dtype = p.dtype
-    one = np.array(1, dtype)
     if mode == "high":  # p - u1 > eps·u2 resolves probabilities below 2**-24
-        u = _uniform(data, (2, *shape), dtype, np.array(0, dtype), one)
+        u0, u1 = _unstack2(_uniform(data, (2, *shape), dtype, 0.0, 1.0))
         eps = np.array(dtypes.finfo(dtype).eps, dtype)
-        return lax.lt(lax.mul(u[1], eps), lax.sub(p, u[0]))
-    return lax.lt(_uniform(data, shape, dtype, np.array(0, dtype), one), p)
+        return lax.lt(lax.mul(u1, eps), lax.sub(p, u0))
+    return lax.lt(_uniform(data, shape, dtype, 0.0, 1.0), p)
 
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> Any:

@@ -27,7 +27,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ import numpy as np
 from minijax import core, dtypes, errors
 from minijax.array import Array, is_jax_value
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
+from minijax.dtypes import ExtendedDType
 
 # ---------------------------------------------------------------------------------------
 # Devices and their queues
@@ -279,7 +280,9 @@ def _as_promised(primitive: Primitive, value: Any, aval: ShapedArray) -> np.ndar
         value = np.asarray(value)
     if (value.dtype is not aval.dtype and value.dtype != aval.dtype) \
             or value.shape != aval.shape:
-        raise _broken_promise(primitive, value, aval)
+        physical = core.physical_aval(aval)  # a key is stored as its uint32 words
+        if physical is aval or (value.dtype, value.shape) != (physical.dtype, physical.shape):
+            raise _broken_promise(primitive, value, aval)
     return value
 
 
@@ -515,6 +518,16 @@ def _shape_rule(primitive: Primitive, avals: tuple[ShapedArray, ...], params: di
         return primitive.abstract_eval(*avals, **params)
 
 
+# How an operation on extended dtypes (keys) runs eagerly; ``minijax.prng`` installs it
+# (it compiles the operation: the kernels know only the keys' uint32 words).
+_extended_eval: Callable[[Primitive, tuple, dict], Any] | None = None
+
+
+def install_extended_eval(rule: Callable[[Primitive, tuple, dict], Any]) -> None:
+    global _extended_eval
+    _extended_eval = rule
+
+
 class EvalTrace(Trace):
     """Applies primitives to concrete arrays by dispatching them to a device."""
 
@@ -526,6 +539,8 @@ class EvalTrace(Trace):
         for a in args:  # one pass over the inputs: this runs for every eager operation
             if type(a) is not Array:
                 return self.process_primitive(primitive, tuple(map(_as_array, args)), params)
+            if isinstance(a.aval.dtype, ExtendedDType):
+                return _extended_eval(primitive, args, params)
             avals.append(a.aval)
             committed = committed or a._committed
         if committed:

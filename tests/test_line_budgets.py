@@ -16,11 +16,11 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_121,
-    "core": 2_357,
-    "transformations": 3_113,
+    "core": 2_438,
+    "transformations": 3_143,
     "primitives": 7_429,
     "api": 1_506,
-    "breadth": 10_707,
+    "breadth": 10_883,
     "backends": 3_281,
     "package": 105,
 }

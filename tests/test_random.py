@@ -79,7 +79,8 @@ def test_typed_keys():
     key = mrandom.key(0)
     assert key.shape == () and str(key.dtype) == "key<fry>"
     keys = mrandom.split(key, 3)
-    assert isinstance(keys, mrandom.KeyArray) and keys.shape == (3,) and len(keys) == 3
+    assert mjnp.issubdtype(keys.dtype, minijax.dtypes.prng_key) and keys.shape == (3,)
+    assert len(keys) == 3
     np.testing.assert_array_equal(np.asarray(mrandom.key_data(keys)),
                                   np.asarray(mrandom.split(mrandom.PRNGKey(0), 3)))
     first, *_ = keys
@@ -89,11 +90,17 @@ def test_typed_keys():
     assert repr(key) == "Array((), dtype=key<fry>) overlaying:\n[0 0]"
 
 
-def test_samplers_trace_into_lax_primitives():
-    jaxpr = minijax.make_jaxpr(lambda k: mrandom.uniform(k, (3,)))(mrandom.PRNGKey(0))
-    text = str(jaxpr)
-    for name in ("jit[name=_uniform", "shift_right_logical", "xor", "bitcast_convert_type"):
+def test_samplers_trace_into_random_primitives_that_lower_to_threefry():
+    """Jaxprs show JAX's random primitives; their lowering is threefry's lax operations."""
+    sample = lambda k: mrandom.uniform(k, (3,))  # noqa: E731
+    text = str(minijax.make_jaxpr(sample)(mrandom.PRNGKey(0)))
+    for name in ("random_wrap[impl=fry]", "jit[name=_uniform", "random_bits[bit_width=32",
+                 "bitcast_convert_type"):
         assert name in text
+    assert "xor" not in text
+    lowered = minijax.jit(sample).lower(mrandom.PRNGKey(0)).as_text()
+    for op in ("stablehlo.xor", "stablehlo.shift_left", "stablehlo.shift_right_logical"):
+        assert op in lowered
 
 
 # Against JAX --------------------------------------------------------------------------

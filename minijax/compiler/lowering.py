@@ -40,9 +40,10 @@ from minijax.compiler.stablehlo_ir import (
     print_module,
 )
 from minijax.compiler.stablehlo_ops import DATA, NONE, OPS, TRANSCENDENTAL
-from minijax.core import Primitive, ShapedArray
+from minijax.core import Primitive, ShapedArray, physical_aval
 from minijax.interpreters.partial_eval import dce_jaxpr
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------
 # Building ops
@@ -50,6 +51,8 @@ from minijax.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 
 
 def tensor_type(aval: ShapedArray) -> TensorType:
+    """The StableHLO type of ``aval``'s stored value (a key: its uint32 words)."""
+    aval = physical_aval(aval)
     return TensorType(tuple(aval.shape), np.dtype(aval.dtype))
 
 
@@ -188,6 +191,33 @@ class RuleContext(NamedTuple):
 lowering_rules: dict[Primitive, Callable[..., Any]] = {}
 
 
+# Rules for equations that carry extended dtypes (typed keys), tried before
+# ``lowering_rules``: a key's lowering works on its stored words (see ``minijax.prng``).
+extended_lowering_rules: dict[Primitive, Callable[..., Any]] = {}
+
+
+def lower_fun(fun: Callable[..., Any], multiple_results: bool = False
+              ) -> Callable[..., Any]:
+    """A lowering rule made of ``fun``, ``lax`` code on the operands' stored values:
+    ``fun`` is traced to a jaxpr and that jaxpr is lowered in place of the equation."""
+    def rule(ctx: RuleContext, *operands: Value, **params: Any) -> Any:
+        def flat(*xs: Any) -> list[Any]:
+            outs = fun(*xs, **params)
+            return list(outs) if multiple_results else [outs]
+        closed = trace_to_jaxpr(flat, [physical_aval(a) for a in ctx.avals_in])
+        outs = lower_closed_jaxpr(ctx.b, closed, operands)
+        return outs if multiple_results else outs[0]
+    return rule
+
+
+def _rule_for(eqn: Any) -> Callable[..., Any] | None:
+    rule = extended_lowering_rules.get(eqn.primitive)
+    if rule is not None and any(dtypes.is_extended(v.aval.dtype)
+                                for v in (*eqn.invars, *eqn.outvars)):
+        return rule
+    return lowering_rules.get(eqn.primitive)
+
+
 def register(*prims: Primitive) -> Callable[[Callable], Callable]:
     def decorate(rule: Callable) -> Callable:
         for prim in prims:
@@ -216,7 +246,7 @@ def lower_jaxpr_into(b: Builder, jaxpr: Jaxpr, consts: Sequence[Value],
         return env[atom]
 
     for eqn in jaxpr.eqns:
-        rule = lowering_rules.get(eqn.primitive)
+        rule = _rule_for(eqn)
         if rule is None:
             raise NotImplementedError(
                 f"minijax has no StableHLO lowering rule for the primitive "

@@ -503,8 +503,8 @@ def _row(x: Any, i: int) -> Any:
     records it, so it is one job instead of two: NumPy's own ``x[i]`` (:data:`_row_p`),
     which halves the cost of the commonest index.
     """
-    if core.current_trace() is core.eval_trace:
-        return _row_p.bind(x, index=i)
+    if core.current_trace() is core.eval_trace and not dtypes.is_extended(x.aval.dtype):
+        return _row_p.bind(x, index=i)  # (a row of keys is compiled, as keys always are)
     shape = x.aval.shape
     row = slice_p.bind(x, start_indices=(i,) + (0,) * (len(shape) - 1),
                        limit_indices=(i + 1, *shape[1:]), strides=None)
