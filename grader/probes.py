@@ -260,3 +260,22 @@ def _describe(exc: BaseException) -> str:
     from grader.checks import describe_exception
 
     return describe_exception(exc)
+
+
+@_probe
+def with_pieces(ns: Any, installs: dict[str, str], program: Callable[..., Any], *args: Any
+                ) -> dict[str, Any]:
+    """``program(*args)`` run on the learner's engine: for the call, each piece of
+    :data:`minijax.pieces.PIECES` named in ``installs`` is the notebook's object of the
+    given name (``{"backward_pass": "my_backward_pass"}``); minijax's own pieces are back
+    afterwards. Reports ``{"value": ...}`` or ``{"raised": "TypeError: ..."}``."""
+    from minijax import pieces
+
+    implementations = {piece: ns[name] for piece, name in installs.items()}
+    try:
+        with pieces.using(implementations):
+            return {"value": program.fun(*args)}
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        return {"raised": _describe(exc)}

@@ -15,14 +15,14 @@ from booktools.layers import LAYERS, lines_per_layer
 # transformation layers with the base primitives (``lax/base.py``); the transformation
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
-    "utilities": 1_121,
+    "utilities": 1_138,
     "core": 2_438,
     "transformations": 3_143,
     "primitives": 7_429,
     "api": 1_506,
     "breadth": 10_883,
     "backends": 3_281,
-    "package": 105,
+    "package": 342,
 }
 
 

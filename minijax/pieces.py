@@ -1,0 +1,237 @@
+"""The pieces of minijax a learner writes, and the one call that plugs each one in.
+
+Each chapter of the course explains a mechanism (the evaluation trace, the JVP trace,
+``backward_pass``, the jaxpr printer, jit's cache, ...) and its exercises have the learner
+write it. :func:`install` puts the learner's version into the engine for the rest of the
+session, so that everything built on the mechanism -- all of ``jnp``, ``grad`` of anything,
+``jit`` of anything -- runs on it; :func:`reset` takes the reference back::
+
+    from minijax import pieces
+    pieces.install("backward_pass", my_backward_pass)
+    jax.grad(f)(x)                 # now runs my_backward_pass
+    pieces.reset("backward_pass")  # minijax's own again
+
+    with pieces.using({"jvp_rules": {lax.sin_p: my_sin_jvp}}):
+        ...                        # only inside the block
+
+How a piece is plugged in, so that nothing else needs to change: a piece is a named object of
+one minijax module (a function, a class, a method, or a rule table). Installing a function or
+a class rebinds its name in *every* minijax module that holds the reference object under that
+name (``from minijax.interpreters.transpose import backward_pass`` included), and modules look
+their globals up when they run, so the next call uses the new piece. Installing into a rule
+table replaces only the entries given. Caches that remember what a piece produced (traced
+jaxprs, compiled executables) are told to forget (:func:`minijax.flags.on_pieces_change`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from minijax import flags
+
+
+class Piece(NamedTuple):
+    """A mechanism a learner can write: where it lives and what it must do."""
+
+    name: str
+    chapter: str
+    module: str      # the module that defines it, e.g. "minijax.interpreters.ad"
+    attribute: str   # its name there; "Class.method" for a method
+    summary: str
+    table: bool = False  # a rule table {primitive: rule}: installing replaces entries
+
+
+PIECES: dict[str, Piece] = {piece.name: piece for piece in [
+    Piece("bind", "02", "minijax.core", "Primitive.bind",
+          "Primitive.bind(self, *args, **params): hand the primitive to the current trace"),
+    Piece("EvalTrace", "02", "minijax.runtime", "EvalTrace",
+          "the trace that computes values: process_primitive(primitive, args, params)"),
+    Piece("least_upper_bound", "02", "minijax.dtypes", "_least_upper_bound",
+          "(nodes, strict, x64) -> the join of lattice nodes, or TypePromotionError"),
+    Piece("fori_loop", "02", "minijax.lax.control_flow.loops", "fori_loop",
+          "fori_loop(lower, upper, body_fun, init_val), written with other primitives"),
+    Piece("JVPTrace", "04", "minijax.interpreters.ad", "JVPTrace",
+          "the forward-mode trace: JVPTrace(parent, rule_trace), process_primitive"),
+    Piece("jvp_rules", "04", "minijax.interpreters.ad", "jvp_rules",
+          "{primitive: rule(primals, tangents, **params) -> (primal_out, tangent_out)}",
+          table=True),
+    Piece("jvp", "04", "minijax.autodiff", "jvp",
+          "jvp(fun, primals, tangents) -> (primals_out, tangents_out), over pytrees"),
+    Piece("jacfwd", "04", "minijax.autodiff", "jacfwd",
+          "jacfwd(fun, argnums=0, ...) -> the Jacobian by forward mode"),
+    Piece("linearize_flat", "05", "minijax.autodiff", "linearize_flat",
+          "linearize_flat(fun, primals) -> Linearization (known and unknown parts)"),
+    Piece("transpose_rules", "05", "minijax.interpreters.transpose", "transpose_rules",
+          "{primitive: rule(cotangent, *inputs, **params) -> input cotangents}", table=True),
+    Piece("backward_pass", "05", "minijax.interpreters.transpose", "backward_pass",
+          "backward_pass(jaxpr, consts, linear_inputs, args, cotangents) -> cotangents"),
+    Piece("vjp", "05", "minijax.autodiff", "vjp",
+          "vjp(fun, *primals, has_aux=False) -> (primals_out, vjp_fun)"),
+    Piece("grad", "05", "minijax.autodiff", "grad",
+          "grad(fun, argnums=0, has_aux=False, ...) -> the gradient function"),
+    Piece("value_and_grad", "05", "minijax.autodiff", "value_and_grad",
+          "value_and_grad(fun, argnums=0, ...) -> (value, gradient) function"),
+    Piece("JaxprTrace", "06", "minijax.tracing", "JaxprTrace",
+          "the trace that records equations: new_arg, process_primitive, to_jaxpr"),
+    Piece("pp_toplevel_jaxpr", "06", "minijax.jaxpr", "pp_toplevel_jaxpr",
+          "pp_toplevel_jaxpr(jaxpr) -> the printed jaxpr (a pretty-printer Doc)"),
+    Piece("eval_jaxpr", "06", "minijax.core", "eval_jaxpr",
+          "eval_jaxpr(jaxpr, consts, *args) -> the outputs' values"),
+    Piece("dce_jaxpr", "06", "minijax.interpreters.partial_eval", "dce_jaxpr",
+          "dce_jaxpr(closed, used_outputs, instantiate=False) -> (jaxpr, used inputs)"),
+    Piece("lowering_rules", "07", "minijax.compiler.lowering", "lowering_rules",
+          "{primitive: rule(ctx, *operands, **params) -> StableHLO values}", table=True),
+    Piece("generate", "07", "minijax.compiler.numpy_backend", "generate",
+          "generate(module) -> (Python source, namespace): the mini-XLA's code generator"),
+    Piece("BatchTrace", "09", "minijax.interpreters.batching", "BatchTrace",
+          "the batching trace: BatchTrace(parent, axis_data), process_primitive"),
+    Piece("batching_rules", "09", "minijax.interpreters.batching", "batching_rules",
+          "{primitive: rule(axis_data, vals, dims, **params) -> (out, out_dim)}", table=True),
+    Piece("vmap", "09", "minijax.vectorize", "vmap",
+          "vmap(fun, in_axes=0, out_axes=0, ...) -> the batched function"),
+]}
+
+# name -> the reference object (a function or class), or for a table the reference
+# entries that an install replaced, {primitive: rule or _ABSENT}.
+_saved: dict[str, Any] = {}
+_ABSENT = object()
+
+
+def _piece(name: str) -> Piece:
+    if name not in PIECES:
+        raise KeyError(f"{name!r} is not a piece of minijax; the pieces are: "
+                       f"{', '.join(PIECES)}")
+    return PIECES[name]
+
+
+def _owner(piece: Piece) -> tuple[Any, str]:
+    """The object that holds the piece (a module or a class) and the name it holds it by."""
+    owner: Any = importlib.import_module(piece.module)
+    *path, last = piece.attribute.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, last
+
+
+def current(name: str) -> Any:
+    """What the engine uses for the piece ``name`` now (the learner's, if installed)."""
+    owner, attribute = _owner(_piece(name))
+    return getattr(owner, attribute)
+
+
+def reference(name: str) -> Any:
+    """minijax's own implementation of ``name`` (for a table: the whole reference table)."""
+    piece = _piece(name)
+    if piece.table:
+        table = dict(current(name))
+        for primitive, rule in _saved.get(name, {}).items():
+            if rule is _ABSENT:
+                table.pop(primitive, None)
+            else:
+                table[primitive] = rule
+        return table
+    return _saved.get(name, current(name))
+
+
+def installed() -> list[str]:
+    """The names of the pieces that are the learner's now."""
+    return list(_saved)
+
+
+def _rebind(old: Any, new: Any) -> None:
+    """Point every minijax module global that is ``old`` at ``new``."""
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not (module_name == "minijax" or module_name.startswith("minijax.")):
+            continue
+        namespace = vars(module)
+        for key, value in list(namespace.items()):
+            if value is old:
+                namespace[key] = new
+
+
+def install(name: str, implementation: Any) -> None:
+    """Put ``implementation`` into minijax as the piece ``name`` (see the module docstring).
+
+    For a rule table, ``implementation`` is a mapping ``{primitive: rule}``: those entries
+    are replaced, the others stay minijax's own.
+    """
+    piece = _piece(name)
+    owner, attribute = _owner(piece)
+    if piece.table:
+        if not isinstance(implementation, Mapping):
+            raise TypeError(f"the piece {name!r} is a rule table: install a dict "
+                            f"{{primitive: rule}}, not {type(implementation).__name__}")
+        table = getattr(owner, attribute)
+        saved = _saved.setdefault(name, {})
+        for primitive, rule in implementation.items():
+            saved.setdefault(primitive, table.get(primitive, _ABSENT))
+            table[primitive] = rule
+    else:
+        present = getattr(owner, attribute)
+        _saved.setdefault(name, present)
+        _replace(owner, attribute, present, implementation)
+    flags.pieces_changed()
+
+
+def _replace(owner: Any, attribute: str, present: Any, new: Any) -> None:
+    if isinstance(owner, type):
+        setattr(owner, attribute, new)
+    else:
+        _rebind(present, new)
+    if owner is sys.modules.get("minijax.runtime") and attribute == "EvalTrace":
+        from minijax import core
+        core.install_eval_trace(new())
+
+
+def reset(name: str | None = None) -> None:
+    """Take minijax's own ``name`` back (every piece, if ``name`` is None)."""
+    for each in list(_saved) if name is None else [_piece(name).name]:
+        if each not in _saved:
+            continue
+        piece = PIECES[each]
+        owner, attribute = _owner(piece)
+        saved = _saved.pop(each)
+        if piece.table:
+            table = getattr(owner, attribute)
+            for primitive, rule in saved.items():
+                if rule is _ABSENT:
+                    table.pop(primitive, None)
+                else:
+                    table[primitive] = rule
+        else:
+            _replace(owner, attribute, getattr(owner, attribute), saved)
+    flags.pieces_changed()
+
+
+@contextlib.contextmanager
+def using(implementations: Mapping[str, Any]) -> Iterator[None]:
+    """Install ``{name: implementation}`` for the block only, then restore what was there."""
+    before = {name: current(name) for name in implementations}
+    before_tables = {name: dict(current(name)) for name in implementations
+                     if _piece(name).table}
+    was_installed = set(_saved)
+    saved_before = {name: dict(_saved[name]) if _piece(name).table else _saved[name]
+                    for name in implementations if name in _saved}
+    try:
+        for name, implementation in implementations.items():
+            install(name, implementation)
+        yield
+    finally:
+        for name in implementations:
+            piece = PIECES[name]
+            owner, attribute = _owner(piece)
+            if piece.table:
+                table = getattr(owner, attribute)
+                table.clear()
+                table.update(before_tables[name])
+            else:
+                _replace(owner, attribute, getattr(owner, attribute), before[name])
+            if name in was_installed:
+                _saved[name] = saved_before[name]
+            else:
+                _saved.pop(name, None)
+        flags.pieces_changed()
