@@ -6,11 +6,12 @@ piece right after you write it, for that notebook's session only. The capstone t
 on all of them together; :func:`your_engine` is the one call that gathers them.
 
 How it finds them, without running the notebooks' demos: in each notebook ``NN_*.ipynb`` of
-the folder, the code cells tagged ``setup`` (the imports) and ``piece`` (the cells where you
-write a piece) run in a fresh namespace, and every ``pieces.install("name", expression)`` call
-in the notebook says which object is which piece. A piece still at its stub (a function or
-method whose body only raises ``NotImplementedError``) is left out, and so is one whose cell
-raises: minijax's own stays in its place, and the report says so.
+the folder, its first code cell (the imports) and its exercise cells (the cells you write in,
+marked by the grader's ``exercise`` metadata) run in a fresh namespace, and every
+``pieces.install("name", expression)`` call in the notebook says which object is which
+piece. A piece still at its stub (a function or method whose body only raises
+``NotImplementedError``) is left out, and so is one whose cell raises: minijax's own stays in
+its place, and the report says so.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def _install_notebook(path: pathlib.Path) -> dict[str, str]:
         return {}
     namespace: dict[str, Any] = {"__name__": f"your_engine_{path.stem}"}
     failed: dict[int, str] = {}
-    written = [cell for cell in cells if {"setup", "piece"} & set(_tags(cell))]
+    written = [cell for index, cell in enumerate(cells)
+               if index == 0 or "exercise" in cell.get("metadata", {})]
     with _installing_nothing():  # a cell may install its own piece: we decide below
         for index, cell in enumerate(written):
             try:
@@ -151,7 +153,3 @@ def _is_stub(implementation: Any, stubs: set[str]) -> bool:
 def _source(cell: dict[str, Any]) -> str:
     source = cell["source"]
     return source if isinstance(source, str) else "".join(source)
-
-
-def _tags(cell: dict[str, Any]) -> list[str]:
-    return cell.get("metadata", {}).get("tags", [])

@@ -12,9 +12,10 @@ from booktools.your_engine import install_calls, your_engine
 from minijax import pieces
 
 
-def _cell(source: str, *tags: str) -> nbformat.NotebookNode:
+def _cell(source: str, exercise: str | None = None) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(source)
-    cell.metadata["tags"] = list(tags)
+    if exercise:
+        cell.metadata["exercise"] = {"name": exercise, "points": 1}
     return cell
 
 
@@ -30,12 +31,12 @@ def _reference_afterwards():
     pieces.reset()
 
 
-SETUP = _cell("import minijax as jax\nfrom minijax import pieces", "setup")
+SETUP = _cell("import minijax as jax\nfrom minijax import pieces")
 WRITTEN = _cell("calls = []\n\ndef my_backward_pass(*args):\n    calls.append(1)\n"
                 "    return pieces.reference('backward_pass')(*args)\n\n"
-                "pieces.install('backward_pass', my_backward_pass)", "piece")
+                "pieces.install('backward_pass', my_backward_pass)", "backward_pass")
 STUB = _cell("def my_vjp(fun, *primals):\n    '''Your vjp.'''\n    raise NotImplementedError",
-             "piece")
+             "vjp")
 INSTALL_AND_DEMO = _cell("pieces.install('vjp', my_vjp)\nprint(jax.grad(jax.numpy.sin)(1.0))")
 
 
@@ -53,7 +54,7 @@ def test_written_pieces_are_installed_and_stubs_left_out(tmp_path, capsys):
 
 def test_a_failing_cell_keeps_the_reference(tmp_path):
     broken = _cell("def my_backward_pass(*args):\n    return 1\n\nraise ValueError('oops')",
-                   "piece")
+                   "backward_pass")
     other = _cell("pieces.install('backward_pass', my_backward_pass_missing)")
     _notebook(tmp_path / "05_reverse.ipynb", SETUP, broken, other)
     report = your_engine(tmp_path, quiet=True)
