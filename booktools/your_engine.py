@@ -9,9 +9,8 @@ How it finds them, without running the notebooks' demos: in each notebook ``NN_*
 the folder, its first code cell (the imports) and its exercise cells (the cells you write in,
 marked by the grader's ``exercise`` metadata) run in a fresh namespace, and every
 ``pieces.install("name", expression)`` call in the notebook says which object is which
-piece. A piece still at its stub (a function or method whose body only raises
-``NotImplementedError``) is left out, and so is one whose cell raises: minijax's own stays in
-its place, and the report says so.
+piece. A piece still at its stub (``pieces.install`` refuses those) is left out, and so is
+one whose cell raises: minijax's own stays in its place, and the report says so.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import json
+import linecache
 import pathlib
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -44,7 +44,9 @@ def your_engine(folder: str | pathlib.Path | None = None, *, quiet: bool = False
     root = pathlib.Path.cwd() if folder is None else pathlib.Path(folder)
     for path in sorted(root.glob("[0-9][0-9]_*.ipynb")):
         report.update(_install_notebook(path))
-    if not quiet:
+    if not quiet and not report:
+        print("no pieces written in the exercise notebooks here: minijax's own pieces throughout")
+    elif not quiet:
         width = max((len(name) for name in report), default=0)
         for name, outcome in report.items():
             print(f"{name:<{width}}  {outcome}")
@@ -63,28 +65,26 @@ def _install_notebook(path: pathlib.Path) -> dict[str, str]:
                if index == 0 or "exercise" in cell.get("metadata", {})]
     with _installing_nothing():  # a cell may install its own piece: we decide below
         for index, cell in enumerate(written):
+            filename, source = f"{path.name}, cell {cell.get('id')}", _source(cell)
+            # inspect.getsource (pieces.install reads it to spot stubs) looks here
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
             try:
-                exec(compile(_source(cell), f"{path.name}, cell {cell.get('id')}", "exec"),
-                     namespace)
+                exec(compile(source, filename, "exec"), namespace)
             except Exception as exc:  # the learner's cell: say so, keep the reference
                 failed[index] = f"{type(exc).__name__}: {exc}"
-    stubs = _stub_names("\n".join(_source(cell) for cell in written))
-    report = {}
-    for f in found:
-        report[f.piece] = _install_found(f, namespace, stubs, failed)
-    return report
+    return {f.piece: _install_found(f, namespace, failed) for f in found}
 
 
-def _install_found(found: Found, namespace: dict[str, Any], stubs: set[str],
-                   failed: dict[int, str]) -> str:
+def _install_found(found: Found, namespace: dict[str, Any], failed: dict[int, str]) -> str:
     try:
         implementation = eval(found.expression, namespace)
     except Exception as exc:
         why = "; ".join(failed.values()) or f"{type(exc).__name__}: {exc}"
         return f"left out ({found.notebook}: {why})"
-    if _is_stub(implementation, stubs):
+    try:
+        pieces.install(found.piece, implementation)
+    except NotImplementedError:  # pieces.install refuses an exercise's stub
         return f"minijax's own (the stub in {found.notebook} is not written yet)"
-    pieces.install(found.piece, implementation)
     return f"yours, from {found.notebook}"
 
 
@@ -113,41 +113,6 @@ def install_calls(source: str, notebook: str = "") -> list[Found]:
                 and isinstance(node.args[0].value, str)):
             calls.append(Found(notebook, node.args[0].value, ast.unparse(node.args[1])))
     return calls
-
-
-def _stub_names(source: str) -> set[str]:
-    """Names of the functions, methods and classes in ``source`` that are still stubs: a
-    function whose body (after its docstring) is only ``raise NotImplementedError``, and a
-    class with such a method."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    stubs = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _raises_only(node):
-            stubs.add(node.name)
-        elif isinstance(node, ast.ClassDef) and any(
-                isinstance(item, ast.FunctionDef) and _raises_only(item) for item in node.body):
-            stubs.add(node.name)
-    return stubs
-
-
-def _raises_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    body = function.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
-    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
-
-
-def _is_stub(implementation: Any, stubs: set[str]) -> bool:
-    """Whether an installed object (a function, a class, or a rule table) is still a stub."""
-    if isinstance(implementation, dict):
-        return any(_is_stub(rule, stubs) for rule in implementation.values())
-    return getattr(implementation, "__name__", None) in stubs
 
 
 def _source(cell: dict[str, Any]) -> str:

@@ -74,3 +74,20 @@ def test_install_calls_are_read_from_source():
     found = install_calls("pieces.install('jvp_rules', {lax.sin_p: my_sin})\nx = 1", "04.ipynb")
     assert [(f.piece, f.expression) for f in found] == [("jvp_rules", "{lax.sin_p: my_sin}")]
     assert install_calls("this is not python(") == []
+
+
+def test_install_refuses_a_stub_and_keeps_the_reference():
+    namespace: dict = {}
+    source = ("def my_vjp(fun, *primals):\n    '''Your vjp.'''\n    raise NotImplementedError\n\n"
+              "class MyTrace:\n    def process_primitive(self, p, args, params):\n"
+              "        raise NotImplementedError()\n")
+    import linecache
+
+    linecache.cache["<stub cell>"] = (len(source), None, source.splitlines(True), "<stub cell>")
+    exec(compile(source, "<stub cell>", "exec"), namespace)
+    for name, stub in (("vjp", namespace["my_vjp"]), ("JVPTrace", namespace["MyTrace"]),
+                       ("jvp_rules", {jax.lax.sin_p: namespace["my_vjp"]})):
+        with pytest.raises(NotImplementedError, match="still the exercise's stub"):
+            pieces.install(name, stub)
+    assert pieces.installed() == []
+    assert pieces.is_stub(namespace["my_vjp"]) and not pieces.is_stub(jnp.sin)
