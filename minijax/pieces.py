@@ -194,10 +194,12 @@ def install(name: str, implementation: Any) -> None:
     piece = _piece(name)
     owner, attribute = _owner(piece)
     if is_stub(implementation):
+        stubs = ([rule for rule in implementation.values() if is_stub(rule)]
+                 if isinstance(implementation, Mapping) else [implementation])
         raise NotImplementedError(
-            f"{getattr(implementation, '__name__', name)} is still the exercise's stub (its "
-            f"code only raises NotImplementedError): write it and run its cell first; "
-            f"minijax's own {name} stays in place")
+            f"{getattr(stubs[0], '__name__', name)} is still the exercise's stub (its code "
+            f"only raises NotImplementedError): write it and run its cell first; minijax's "
+            f"own {name} stays in place")
     if piece.table:
         if not isinstance(implementation, Mapping):
             raise TypeError(f"the piece {name!r} is a rule table: install a dict "
