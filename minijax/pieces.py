@@ -86,10 +86,21 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
           "eval_jaxpr(jaxpr, consts, *args) -> the outputs' values"),
     Piece("dce_jaxpr", "06", "minijax.interpreters.partial_eval", "dce_jaxpr",
           "dce_jaxpr(closed, used_outputs, instantiate=False) -> (jaxpr, used inputs)"),
+    Piece("cache_key", "07", "minijax.compiler.jit", "cache_key",
+          "cache_key(in_tree, avals, statics, context) -> the hashable key of a signature"),
+    Piece("cached", "07", "minijax.compiler.jit", "cached",
+          "cached(cache, key, make_entry) -> the entry for key, made and stored on a miss"),
     Piece("lowering_rules", "07", "minijax.compiler.lowering", "lowering_rules",
           "{primitive: rule(ctx, *operands, **params) -> StableHLO values}", table=True),
+    Piece("common_subexpression_elimination", "07", "minijax.compiler.passes",
+          "common_subexpression_elimination",
+          "common_subexpression_elimination(module) -> module: a mini-XLA pass"),
+    Piece("dead_code_elimination", "07", "minijax.compiler.passes", "dead_code_elimination",
+          "dead_code_elimination(module) -> module: a mini-XLA pass"),
     Piece("generate", "07", "minijax.compiler.numpy_backend", "generate",
           "generate(module) -> (Python source, namespace): the mini-XLA's code generator"),
+    Piece("concrete_or_error", "08", "minijax.core", "concrete_or_error",
+          "concrete_or_error(tracer, conversion) -> the known value, or JAX's conversion error"),
     Piece("BatchTrace", "09", "minijax.interpreters.batching", "BatchTrace",
           "the batching trace: BatchTrace(parent, axis_data), process_primitive"),
     Piece("batching_rules", "09", "minijax.interpreters.batching", "batching_rules",
@@ -222,8 +233,11 @@ def _replace(owner: Any, attribute: str, present: Any, new: Any) -> None:
     else:
         _rebind(present, new)
     if owner is sys.modules.get("minijax.runtime") and attribute == "EvalTrace":
+        # The trace instance is what ``bind`` finds: a fresh one of the learner's class,
+        # and the runtime's own instance again when its class comes back.
         from minijax import core
-        core.install_eval_trace(new())
+        own = owner.eval_trace
+        core.install_eval_trace(own if type(own) is new else new())
 
 
 def reset(name: str | None = None) -> None:
