@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.oracle import run_both
+from tests.oracle import assert_same, check_jaxpr, run_both
 from tests.test_vmap import assert_same_message
 
 jax = pytest.importorskip("jax")
@@ -70,3 +70,69 @@ def test_shape_error_in_compositions(name, program):
 def test_successful_calls_are_unchanged():
     ours, theirs = run_both(lambda ns: ns.jax.vmap(lambda x, y: x * y + 1)(A, A))
     np.testing.assert_array_equal(np.asarray(ours[1]), np.asarray(theirs[1]))
+
+
+# --- 2. custom_jvp / custom_vjp under vmap: outputs batched only where they depend ----------
+def _custom_pair(ns, kind):
+    """f(x, y) = (2 sin y, x y) with a custom rule; its first output ignores x."""
+    jnp = ns.jnp
+
+    def value(x, y):
+        return jnp.sin(y) * 2.0, x * y
+
+    if kind == "jvp":
+        f = ns.jax.custom_jvp(value)
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            (x, y), (xd, yd) = primals, tangents
+            return f(x, y), (jnp.cos(y) * 2.0 * yd, x * yd + xd * y)
+
+        return f
+    f = ns.jax.custom_vjp(value)
+
+    def bwd(residuals, cts):
+        (x, y), (a, b) = residuals, cts
+        return b * y, a * jnp.cos(y) * 2.0 + b * x
+
+    f.defvjp(lambda x, y: (f(x, y), (x, y)), bwd)
+    return f
+
+
+XS = np.arange(3, dtype=F32)
+YS = XS + 1
+Y0 = F32(0.5)
+
+
+def _total(outs):
+    return sum(o.sum() for o in outs)
+
+
+CUSTOM_PROGRAMS = {
+    "out_axes_none": lambda ns, f: ns.jax.vmap(f, in_axes=(0, None), out_axes=(None, 0))(XS, Y0),
+    "batched_everywhere": lambda ns, f: ns.jax.vmap(f, in_axes=(0, None))(XS, Y0),
+    "jit_of_vmap": lambda ns, f: ns.jax.jit(
+        ns.jax.vmap(f, in_axes=(0, None), out_axes=(None, 0)))(XS, Y0),
+    "grad_of_vmap": lambda ns, f: ns.jax.grad(lambda x, y: _total(
+        ns.jax.vmap(f, in_axes=(0, None), out_axes=(None, 0))(x, y)), argnums=(0, 1))(XS, Y0),
+    "vmap_of_grad": lambda ns, f: ns.jax.vmap(
+        ns.jax.grad(lambda x, y: _total(f(x, y)), argnums=(0, 1)), in_axes=(0, None))(XS, Y0),
+    "vjp_of_vmap": lambda ns, f: ns.jax.vjp(
+        lambda x, y: ns.jax.vmap(f, in_axes=(None, 0))(x, y), Y0, YS)[1]((YS, YS)),
+    "jvp_of_vmap": lambda ns, f: ns.jax.jvp(
+        lambda x, y: ns.jax.vmap(f, in_axes=(0, None), out_axes=(None, 0))(x, y),
+        (XS, Y0), (XS, Y0)),
+}
+
+
+@pytest.mark.parametrize("kind", ["jvp", "vjp"])
+@pytest.mark.parametrize("program", list(CUSTOM_PROGRAMS))
+def test_custom_rule_outputs_batched_only_where_they_depend(kind, program):
+    ours, theirs = run_both(lambda ns: CUSTOM_PROGRAMS[program](ns, _custom_pair(ns, kind)))
+    assert_same(ours, theirs)
+
+
+@pytest.mark.parametrize("kind", ["jvp", "vjp"])
+def test_custom_rule_under_vmap_prints_as_jax(kind):
+    check_jaxpr(lambda ns: ns.jax.vmap(_custom_pair(ns, kind), in_axes=(0, None),
+                                       out_axes=(None, 0)), XS, Y0)
