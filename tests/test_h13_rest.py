@@ -136,3 +136,71 @@ def test_custom_rule_outputs_batched_only_where_they_depend(kind, program):
 def test_custom_rule_under_vmap_prints_as_jax(kind):
     check_jaxpr(lambda ns: ns.jax.vmap(_custom_pair(ns, kind), in_axes=(0, None),
                                        out_axes=(None, 0)), XS, Y0)
+
+
+# --- 3. allow_int: float0 cotangents for integer inputs -------------------------------------
+XI = np.arange(3, dtype=np.int32)
+XF = np.arange(3, dtype=F32)
+
+
+def _product(x, y):
+    return (x * y).sum() * 1.0
+
+
+ALLOW_INT_PROGRAMS = {
+    "grad": lambda ns: ns.jax.grad(_product, argnums=(0, 1), allow_int=True)(XI, XF),
+    "grad_python_int": lambda ns: ns.jax.grad(
+        lambda n, y: n * y, argnums=(0, 1), allow_int=True)(3, 2.0),
+    "grad_bool": lambda ns: ns.jax.grad(lambda b, y: ns.jnp.where(b, y, 0.0), argnums=(0, 1),
+                                        allow_int=True)(True, 2.0),
+    "value_and_grad": lambda ns: ns.jax.value_and_grad(
+        _product, argnums=(0, 1), allow_int=True)(XI, XF),
+    "grad_pytree": lambda ns: ns.jax.grad(
+        lambda d: _product(d["a"], d["b"]), allow_int=True)({"a": XI, "b": XF}),
+    "vjp": lambda ns: ns.jax.vjp(lambda x, y: x * y * 1.0, XI, XF)[1](XF),
+    "vmap_of_grad": lambda ns: ns.jax.vmap(ns.jax.grad(
+        lambda x, y: x * y * 1.0, argnums=(0, 1), allow_int=True))(XI, XF),
+    "vmap_of_pullback": lambda ns: ns.jax.vmap(
+        ns.jax.vjp(lambda x, y: x * y * 1.0, XI, XF)[1])(np.eye(3, dtype=F32)),
+    "jacrev": lambda ns: ns.jax.jacrev(
+        lambda x, y: x * y * 1.0, argnums=(0, 1), allow_int=True)(XI, XF),
+    "jacrev_python_int": lambda ns: ns.jax.jacrev(
+        lambda x, y: x * y * 1.0, argnums=(0, 1), allow_int=True)(3, 2.0),
+    "jacrev_uint8": lambda ns: ns.jax.jacrev(lambda b, y: b * y, argnums=(0, 1), allow_int=True)(
+        np.array([1, 2], np.uint8), np.ones(2, F32)),
+    "jacrev_pytree_out": lambda ns: ns.jax.jacrev(
+        lambda x, y: {"o": x * y * 1.0}, allow_int=True)(XI, XF),
+}
+
+
+def _describe(tree):
+    """Each leaf as (kind, shape, dtype, weak type, values); a float0 leaf has no values
+    and is a NumPy array (JAX's is a NumPy subclass) in both libraries."""
+    import minijax
+
+    def leaf(x):
+        if getattr(x, "dtype", None) == minijax.dtypes.float0:
+            assert isinstance(x, np.ndarray), type(x)
+            return ("float0", tuple(x.shape))
+        assert all(type(d) is int for d in x.shape), x.shape
+        return ("array", x.shape, x.dtype.name, x.weak_type, np.asarray(x).tolist())
+
+    return minijax.tree_util.tree_map(leaf, tree)
+
+
+@pytest.mark.parametrize("program", list(ALLOW_INT_PROGRAMS))
+def test_allow_int_gives_float0_cotangents_as_jax(program):
+    (ours_kind, ours), (theirs_kind, theirs) = run_both(ALLOW_INT_PROGRAMS[program])
+    assert (ours_kind, theirs_kind) == ("ok", "ok"), (ours, theirs)
+    assert _describe(ours) == _describe(theirs)
+
+
+@pytest.mark.parametrize("program", [
+    lambda ns: ns.jax.jacrev(lambda x: x * 1.0)(XI),
+    lambda ns: ns.jax.grad(lambda x: x.sum())(XI),
+    lambda ns: ns.jax.grad(lambda x: x.sum(), allow_int=True)(XI),
+    lambda ns: ns.jax.jacfwd(lambda x: x * 1.0)(XI),
+    lambda ns: ns.jax.hessian(lambda x: (x * 1.0).sum())(XI),
+])
+def test_integer_inputs_without_allow_int_fail_as_in_jax(program):
+    assert_same_message(program)
