@@ -101,6 +101,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
           "generate(module) -> (Python source, namespace): the mini-XLA's code generator"),
     Piece("concrete_or_error", "08", "minijax.core", "concrete_or_error",
           "concrete_or_error(tracer, conversion) -> the known value, or JAX's conversion error"),
+    Piece("check_valid_tracer", "08", "minijax.core", "check_valid_tracer",
+          "check_valid_tracer(tracer): UnexpectedTracerError if its transformation is over"),
     Piece("BatchTrace", "09", "minijax.interpreters.batching", "BatchTrace",
           "the batching trace: BatchTrace(parent, axis_data), process_primitive"),
     Piece("batching_rules", "09", "minijax.interpreters.batching", "batching_rules",
