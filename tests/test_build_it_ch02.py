@@ -122,12 +122,17 @@ def test_a_broken_piece_fails_naming_the_program_and_both_results(name):
 
 
 @pytest.mark.parametrize("name", PIECES)
-def test_the_install_cell_leaves_a_stub_out(name, capsys):
+def test_the_install_cell_leaves_a_stub_out_and_puts_a_solved_piece_in(name, capsys):
     setup, stubs = notebook_cells("exercises")
     ns = namespace(setup, stubs[name])
     ns["install"](name, ns[name])
     assert pieces.installed() == []
     assert "still the stub" in capsys.readouterr().out
+    _, solved = notebook_cells("solutions")
+    exec(solved[name], ns)
+    ns["install"](name, ns[name])
+    assert pieces.installed() == [name]
+    assert pieces.current(name) is ns[name]
 
 
 def test_an_installed_join_is_asked_even_for_promotions_seen_before():
