@@ -151,3 +151,23 @@ def test_an_installed_shape_rule_is_asked_even_for_shapes_seen_before():
         with pytest.raises(TypeError, match="my rule refuses add"):
             lax.add(jnp.ones((2, 3)), jnp.ones((2, 3)))
     assert lax.add(jnp.ones((2, 3)), jnp.ones((2, 3))).shape == (2, 3)
+
+
+def test_an_eval_trace_without_eager_rules_fails_not_as_a_stub():
+    setup, _ = notebook_cells("solutions")
+    ns = namespace(setup, textwrap.dedent("""
+        class EvalTrace(core.Trace):
+            def process_primitive(self, primitive, args, params):
+                arrays = [runtime.host_to_array(a) for a in args]
+                out = primitive.abstract_eval(*[a.aval for a in arrays], **params)
+                values = primitive.impl(*[np.asarray(a) for a in arrays], **params)
+                if primitive.multiple_results:
+                    return [runtime.put_numpy(v, o.weak_type) for v, o in zip(values, out)]
+                return runtime.put_numpy(values, out.weak_type)
+        """))
+    result = verdict("EvalTrace", ns)
+    assert result.status is Status.FAILED
+    message = next(part.message for part in result.parts
+                   if part.name == "control flow, grad and jit on top")
+    assert "lax.cond(jnp.float32(2.0) > 0" in message
+    assert "NotImplementedError: primitive cond has no eager implementation" in message, message
