@@ -499,8 +499,7 @@ def _as_array(x: Any) -> Array:
 
 
 _shape_rules_seen: dict[tuple, Any] = {}
-# A learner's shape rule (minijax.pieces) must be asked, not what the reference answered.
-flags.on_pieces_change(_shape_rules_seen.clear)
+flags.on_pieces_change(_shape_rules_seen.clear)  # a piece may change what a rule answers
 
 
 def _shape_rule(primitive: Primitive, avals: tuple[ShapedArray, ...], params: dict) -> Any:
@@ -559,4 +558,5 @@ class EvalTrace(Trace):
         return outs
 
 
-core.install_eval_trace(EvalTrace())
+eval_trace = EvalTrace()
+core.install_eval_trace(eval_trace)

@@ -1,6 +1,6 @@
 """Chapter 02's Build-it pieces: each solved piece, installed alone, passes its check; a
 deliberately broken piece fails with a message naming the program, what minijax's own pieces
-give and what the broken piece gave; a stub is never installed.
+give and what the broken piece gave; the notebook's stubs are refused by ``pieces.install``.
 
 The solved pieces are taken from ``solutions/02_numpy_and_lax.ipynb`` (the exercise cell of each
 piece, run after the notebook's setup cell), so the test grades what the course ships. Whole
@@ -9,6 +9,8 @@ notebooks (solutions full marks, pristine zero) are graded in ``tests/test_cours
 
 from __future__ import annotations
 
+import itertools
+import linecache
 import textwrap
 from pathlib import Path
 
@@ -34,10 +36,21 @@ def notebook_cells(folder: str) -> tuple[str, dict[str, str]]:
     return setup, exercises
 
 
+_CELLS = itertools.count()
+
+
+def run(source: str, ns: dict) -> None:
+    """Run a cell's source in ``ns``, its lines where ``inspect`` finds them (as in a
+    notebook: ``pieces.install`` reads them to spot a stub)."""
+    filename = f"<ch02 cell {next(_CELLS)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), ns)
+
+
 def namespace(*sources: str) -> dict:
     ns: dict = {}
     for source in sources:
-        exec(source, ns)
+        run(source, ns)
     return ns
 
 
@@ -122,15 +135,15 @@ def test_a_broken_piece_fails_naming_the_program_and_both_results(name):
 
 
 @pytest.mark.parametrize("name", PIECES)
-def test_the_install_cell_leaves_a_stub_out_and_puts_a_solved_piece_in(name, capsys):
+def test_the_install_cell_refuses_the_stub_and_puts_the_solved_piece_in(name):
     setup, stubs = notebook_cells("exercises")
     ns = namespace(setup, stubs[name])
-    ns["install"](name, ns[name])
+    with pytest.raises(NotImplementedError, match="still the exercise's stub"):
+        pieces.install(name, ns[name])
     assert pieces.installed() == []
-    assert "still the stub" in capsys.readouterr().out
     _, solved = notebook_cells("solutions")
-    exec(solved[name], ns)
-    ns["install"](name, ns[name])
+    run(solved[name], ns)
+    pieces.install(name, ns[name])
     assert pieces.installed() == [name]
     assert pieces.current(name) is ns[name]
 
