@@ -53,6 +53,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
           "Primitive.bind(self, *args, **params): hand the primitive to the current trace"),
     Piece("EvalTrace", "02", "minijax.runtime", "EvalTrace",
           "the trace that computes values: process_primitive(primitive, args, params)"),
+    Piece("broadcast_shapes_trivially", "02", "minijax.lax.base", "broadcast_shapes_trivially",
+          "(name, shapes) -> the result shape of an elementwise lax op, or JAX's TypeError"),
     Piece("least_upper_bound", "02", "minijax.dtypes", "_least_upper_bound",
           "(nodes, strict, x64) -> the join of lattice nodes, or TypePromotionError"),
     Piece("fori_loop", "02", "minijax.lax.control_flow.loops", "fori_loop",
