@@ -99,6 +99,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
           "common_subexpression_elimination(module) -> module: a mini-XLA pass"),
     Piece("dead_code_elimination", "07", "minijax.compiler.passes", "dead_code_elimination",
           "dead_code_elimination(module) -> module: a mini-XLA pass"),
+    Piece("compile_jaxpr", "07", "minijax.compiler.jit_primitive", "compile_jaxpr",
+          "compile_jaxpr(closed, name, keep_unused) -> a function of NumPy arrays: jit's compiler"),
     Piece("generate", "07", "minijax.compiler.numpy_backend", "generate",
           "generate(module) -> (Python source, namespace): the mini-XLA's code generator"),
     Piece("concrete_or_error", "08", "minijax.core", "concrete_or_error",

@@ -8,34 +8,19 @@ the notebook's setup cell. Whole notebooks are graded in ``tests/test_course_exe
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
-import nbformat
 import pytest
 
-from grader.chapters import load_checks
-from grader.outcome import Status, run_check
+from grader.outcome import Status
 from minijax import pieces
+from tests.build_it import failed_parts, solved_namespace
+from tests.build_it import verdict as chapter_verdict
 
-ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "08_jit_sharp_edges"
-
-
-def solved_namespace(*extra: str) -> dict:
-    """The solutions notebook's setup cell and its exercise cells, run, then ``extra``."""
-    cells = nbformat.read(ROOT / "solutions" / f"{CHAPTER}.ipynb", as_version=4).cells
-    sources = [next(cell.source for cell in cells if cell.cell_type == "code")]
-    sources += [cell.source for cell in cells if cell.metadata.get("exercise", {}).get("name")
-                in ("concrete_or_error", "check_valid_tracer")]
-    ns: dict = {}
-    for source in [*sources, *map(textwrap.dedent, extra)]:
-        exec(source, ns)
-    return ns
+SOLVED = ("concrete_or_error", "check_valid_tracer")
 
 
 def verdict(name: str, ns: dict):
-    return run_check(load_checks(CHAPTER, ROOT / "exercises" / "checks")[name], ns)
+    return chapter_verdict(CHAPTER, name, ns)
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +31,7 @@ def minijax_own_pieces():
 
 @pytest.mark.parametrize("name", ["concrete_or_error", "check_valid_tracer"])
 def test_each_solved_piece_alone_passes_its_check(name):
-    result = verdict(name, solved_namespace())
+    result = verdict(name, solved_namespace(CHAPTER, SOLVED))
     assert result.status is Status.PASSED, result.message
     assert result.points == result.max_points == {"concrete_or_error": 7,
                                                   "check_valid_tracer": 4}[name]
@@ -95,9 +80,9 @@ BROKEN = {
 @pytest.mark.parametrize("case", list(BROKEN))
 def test_a_broken_piece_fails_with_the_program_and_both_results(case):
     source, failing_part, fragments = BROKEN[case]
-    result = verdict(case.strip(), solved_namespace(source))
-    failed = {part.name: part for part in result.parts if not part.passed}
+    result = verdict(case.strip(), solved_namespace(CHAPTER, SOLVED, source))
+    failed = failed_parts(result)
     assert failing_part in failed, result.parts
     for fragment in fragments:
-        assert fragment in failed[failing_part].message, failed[failing_part].message
+        assert fragment in failed[failing_part], failed[failing_part]
     assert pieces.installed() == []
