@@ -202,8 +202,12 @@ def _replace(owner: Any, attribute: str, present: Any, new: Any) -> None:
 
 
 def reset(name: str | None = None) -> None:
-    """Take minijax's own ``name`` back (every piece, if ``name`` is None)."""
-    for each in list(_saved) if name is None else [_piece(name).name]:
+    """Take minijax's own ``name`` back (every piece, if ``name`` is None). Caches are
+    told only if something changed: resetting the reference costs nothing."""
+    names = list(_saved) if name is None else [_piece(name).name]
+    if not any(each in _saved for each in names):
+        return
+    for each in names:
         if each not in _saved:
             continue
         piece = PIECES[each]

@@ -295,3 +295,21 @@ def test_jit_fast_path_only_with_the_reference_key():
         assert not f._fast_cache
     f(X)
     assert jit_module._fast_path and f._fast_cache
+
+
+def test_the_grader_names_the_program_for_a_dtype_blind_key():
+    from grader.checks import CheckFailed
+    from grader.pieces import Program, expect_same_with_pieces
+
+    program = Program("jit(f) on float32, then on int32: the second result's dtype",
+                      "def dtypes():\n    f = jax.jit(lambda x: x * 2)\n"
+                      "    f(jnp.ones(3, jnp.float32))\n"
+                      "    return str(f(jnp.ones(3, jnp.int32)).dtype)\n")
+    ns = {"my_key": _key_without_dtypes, "good_key": pieces.reference("cache_key")}
+    expect_same_with_pieces(ns, {"cache_key": "good_key"}, [program])
+    with pytest.raises(CheckFailed) as failure:
+        expect_same_with_pieces(ns, {"cache_key": "my_key"}, [program])
+    message = str(failure.value)
+    assert "with your my_key installed, jit(f) on float32, then on int32" in message
+    assert "float32" in message and "int32" in message
+    assert pieces.installed() == []
