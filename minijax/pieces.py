@@ -49,7 +49,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
     Piece("bind", "02", "minijax.core", "Primitive.bind",
           "Primitive.bind(self, *args, **params): hand the primitive to the current trace"),
     Piece("EvalTrace", "02", "minijax.runtime", "EvalTrace",
-          "the trace that computes values: process_primitive(primitive, args, params)"),
+          "the core.Trace subclass that computes values: process_primitive(primitive, "
+          "args, params); installing makes a fresh instance core.eval_trace"),
     Piece("least_upper_bound", "02", "minijax.dtypes", "_least_upper_bound",
           "(nodes, strict, x64) -> the join of lattice nodes, or TypePromotionError"),
     Piece("fori_loop", "02", "minijax.lax.control_flow.loops", "fori_loop",
@@ -139,11 +140,7 @@ def reference(name: str) -> Any:
     piece = _piece(name)
     if piece.table:
         table = dict(current(name))
-        for primitive, rule in _saved.get(name, {}).items():
-            if rule is _ABSENT:
-                table.pop(primitive, None)
-            else:
-                table[primitive] = rule
+        _restore_entries(table, _saved.get(name, {}))
         return table
     return _saved.get(name, current(name))
 
@@ -214,23 +211,30 @@ def reset(name: str | None = None) -> None:
         owner, attribute = _owner(piece)
         saved = _saved.pop(each)
         if piece.table:
-            table = getattr(owner, attribute)
-            for primitive, rule in saved.items():
-                if rule is _ABSENT:
-                    table.pop(primitive, None)
-                else:
-                    table[primitive] = rule
+            _restore_entries(getattr(owner, attribute), saved)
         else:
             _replace(owner, attribute, getattr(owner, attribute), saved)
     flags.pieces_changed()
+
+
+def _restore_entries(table: dict, entries: Mapping[Any, Any]) -> None:
+    """Put ``entries`` ({primitive: rule or _ABSENT}) back into the rule table."""
+    for primitive, rule in entries.items():
+        if rule is _ABSENT:
+            table.pop(primitive, None)
+        else:
+            table[primitive] = rule
 
 
 @contextlib.contextmanager
 def using(implementations: Mapping[str, Any]) -> Iterator[None]:
     """Install ``{name: implementation}`` for the block only, then restore what was there."""
     before = {name: current(name) for name in implementations}
-    before_tables = {name: dict(current(name)) for name in implementations
-                     if _piece(name).table}
+    # For a table, only the entries the block replaces (rules registered meanwhile stay).
+    before_tables = {name: {primitive: current(name).get(primitive, _ABSENT)
+                            for primitive in implementations[name]}
+                     for name in implementations
+                     if _piece(name).table and isinstance(implementations[name], Mapping)}
     was_installed = set(_saved)
     saved_before = {name: dict(_saved[name]) if _piece(name).table else _saved[name]
                     for name in implementations if name in _saved}
@@ -243,9 +247,7 @@ def using(implementations: Mapping[str, Any]) -> Iterator[None]:
             piece = PIECES[name]
             owner, attribute = _owner(piece)
             if piece.table:
-                table = getattr(owner, attribute)
-                table.clear()
-                table.update(before_tables[name])
+                _restore_entries(getattr(owner, attribute), before_tables.get(name, {}))
             else:
                 _replace(owner, attribute, getattr(owner, attribute), before[name])
             if name in was_installed:

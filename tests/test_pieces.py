@@ -173,6 +173,14 @@ def test_using_a_table_nests_and_restores():
     assert calls and pieces.current("jvp_rules") == reference
 
 
+def test_a_rule_registered_inside_a_block_stays():
+    new_primitive = core.Primitive("registered_meanwhile")
+    table = pieces.current("jvp_rules")
+    with pieces.using({"jvp_rules": {lax.sin_p: table[lax.sin_p]}}):
+        table[new_primitive] = print  # a module imported in the block registers a rule
+    assert table.pop(new_primitive) is print
+
+
 def test_unknown_names_and_wrong_kinds_raise_clear_errors():
     with pytest.raises(KeyError, match="'backwards_pass' is not a piece of minijax"):
         pieces.install("backwards_pass", print)
