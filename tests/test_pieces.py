@@ -322,3 +322,45 @@ def test_the_grader_names_the_program_for_a_dtype_blind_key():
     assert "with your my_key installed, jit(f) on float32, then on int32" in message
     assert "float32" in message and "int32" in message
     assert pieces.installed() == []
+
+
+def _holders() -> list[str]:
+    """What, other than a module's globals, holds a reference piece (the audit below)."""
+    import gc
+    import types
+
+    import minijax.compiler.numpy_backend  # noqa: F401  (the backends, imported lazily)
+    import minijax.compiler.xla_backend  # noqa: F401
+
+    objects = {id(pieces.current(name)): name for name, piece in pieces.PIECES.items()
+               if not piece.table}
+    namespaces = {id(vars(module)) for module in list(sys.modules.values()) if module}
+    holders = []
+    for holder in gc.get_referrers(*(pieces.current(n) for n in objects.values())):
+        if id(holder) in namespaces or isinstance(holder, (types.FrameType, type)):
+            continue
+        if holder is jit_module._REFERENCE_CACHE or holder == vars(core.Primitive):
+            continue  # the reference cache pair, which jit compares with; bind's class
+        if isinstance(holder, types.CellType) or isinstance(holder, tuple) and all(
+                isinstance(c, type) for c in holder):  # super()'s __class__, an MRO
+            continue
+        if type(holder).__name__ in objects.values():  # an instance: core.eval_trace
+            continue
+        held = [objects[id(x)] for x in gc.get_referents(holder) if id(x) in objects]
+        holders.append(f"a {type(holder).__name__} holding {held}")
+    return holders
+
+
+def test_nothing_but_module_globals_holds_a_piece():
+    """A piece bound anywhere else (a default argument, a table, a closure, an alias in a
+    tuple) would not be replaced by install: the public API would keep the reference. Run
+    in a fresh process, so that only what minijax itself holds counts."""
+    import pathlib
+    import subprocess
+
+    here = pathlib.Path(__file__).resolve().parent
+    script = (f"import sys; sys.path[:0] = [{str(here.parent)!r}, {str(here)!r}]\n"
+              "import test_pieces; print(test_pieces._holders())")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
