@@ -60,7 +60,7 @@ def difference(got: Any, want: Any, where: str = "") -> str | None:
         return f"the text{at}\n{got}\nwhere minijax's own pieces give\n{want}"
     if isinstance(want, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
-            return f"{brief(got)}{at}, where minijax's own pieces give {len(want)} results"
+            return f"{brief(got)}{at}; minijax's own pieces give {brief(want)}"
         return _first(difference(g, w, f"{where}[{i}]")
                       for i, (g, w) in enumerate(zip(got, want, strict=True)))
     if isinstance(want, dict):

@@ -25,6 +25,13 @@ def _sin(x):
     return jnp.sin(x)
 
 
+def _leaked_tracer():
+    saved = []
+    jax.jit(lambda x: saved.append(x * 2.0) or x)(X)
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jnp.sin(saved[0])
+
+
 def _bool_of_tracer():
     with pytest.raises(jax.errors.TracerBoolConversionError):
         jax.jit(lambda x: x if x > 0 else -x)(X)
@@ -58,6 +65,7 @@ PROGRAMS: dict[str, tuple[Callable[[], Any], Any]] = {
     "dead_code_elimination": (lambda: jax.jit(_sin)(X), None),
     "generate": (lambda: jax.jit(_sin)(X), None),
     "concrete_or_error": (_bool_of_tracer, None),
+    "check_valid_tracer": (_leaked_tracer, None),
     "BatchTrace": (lambda: jax.vmap(_sin)(V), None),
     "batching_rules": (lambda: jax.vmap(_sin)(V), lax.sin_p),
     "vmap": (lambda: jax.jacfwd(_sin)(V), None),

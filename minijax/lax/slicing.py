@@ -385,7 +385,7 @@ def _split_rule(x: ShapedArray, sizes: tuple[int, ...], axis: int) -> list[Shape
         )
     if any(s < 0 for s in sizes):
         raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
-    shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
+    shapes = [x.shape[:axis] + (int(s),) + x.shape[axis + 1:] for s in sizes]
     return [ShapedArray(s, x.dtype, x.weak_type) for s in shapes]
 
 
