@@ -80,7 +80,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
     Piece("value_and_grad", "05", "minijax.autodiff", "value_and_grad",
           "value_and_grad(fun, argnums=0, ...) -> (value, gradient) function"),
     Piece("JaxprTrace", "06", "minijax.tracing", "JaxprTrace",
-          "the trace that records equations: new_arg, process_primitive, to_jaxpr"),
+          "the trace that records equations (make_jaxpr, jit): new_arg, process_primitive, "
+          "to_jaxpr; partial evaluation keeps minijax's own as its base class"),
     Piece("pp_toplevel_jaxpr", "06", "minijax.jaxpr", "pp_toplevel_jaxpr",
           "pp_toplevel_jaxpr(jaxpr) -> the printed jaxpr (a pretty-printer Doc)"),
     Piece("eval_jaxpr", "06", "minijax.core", "eval_jaxpr",
