@@ -73,20 +73,6 @@ def jnp_functions_used(ns: Any, name: str) -> list[str]:
 
 
 @_probe
-def call_from_eval_trace(ns: Any, name: str, *args: Any) -> dict[str, Any]:
-    """``ns[name](*args)`` called with the evaluation trace current, and the trace current
-    after it returned (its type's name, and whether it is the evaluation trace again);
-    the evaluation trace is restored whatever happens."""
-    from minijax import core
-
-    with core.set_current_trace(None):
-        value = ns[name](*args)
-        after = core.current_trace()
-    return {"value": value, "restored": after is core.eval_trace,
-            "trace_type": type(after).__name__}
-
-
-@_probe
 def apply(ns: Any, transform: Callable[..., Any], name: str, *args: Any) -> Any:
     """``transform(ns[name])(*args)``: the learner's function under a transformation of the
     check's (``jax.grad``, say), called."""

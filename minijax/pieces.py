@@ -54,6 +54,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
     Piece("EvalTrace", "02", "minijax.runtime", "EvalTrace",
           "the core.Trace subclass that computes values: process_primitive(primitive, "
           "args, params); installing makes a fresh instance core.eval_trace"),
+    Piece("broadcast_shapes_trivially", "02", "minijax.lax.base", "broadcast_shapes_trivially",
+          "(name, shapes) -> the result shape of an elementwise lax op, or JAX's TypeError"),
     Piece("least_upper_bound", "02", "minijax.dtypes", "_least_upper_bound",
           "(nodes, strict, x64) -> the join of lattice nodes, or TypePromotionError"),
     Piece("fori_loop", "02", "minijax.lax.control_flow.loops", "fori_loop",

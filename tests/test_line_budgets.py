@@ -16,13 +16,13 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_138,
-    "core": 2_457,
+    "core": 2_459,
     "transformations": 3_150,
     "primitives": 7_432,
     "api": 1_566,
     "breadth": 10_940,
     "backends": 3_289,
-    "package": 404,
+    "package": 406,
 }
 
 

@@ -42,6 +42,7 @@ def _bool_of_tracer():
 PROGRAMS: dict[str, tuple[Callable[[], Any], Any]] = {
     "bind": (lambda: jnp.sin(X), None),
     "EvalTrace": (lambda: jnp.sin(X), None),
+    "broadcast_shapes_trivially": (lambda: jnp.ones((2, 1)) * jnp.ones((1, 3)), None),
     "least_upper_bound": (lambda: jnp.ones(2, jnp.int8) + jnp.ones(2, jnp.uint8), None),
     "fori_loop": (lambda: jax.lax.fori_loop(0, 3, lambda i, c: c * 2, X), None),
     "JVPTrace": (lambda: jax.jvp(_sin, (X,), (X,)), None),
