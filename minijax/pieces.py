@@ -52,7 +52,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
     Piece("bind", "02", "minijax.core", "Primitive.bind",
           "Primitive.bind(self, *args, **params): hand the primitive to the current trace"),
     Piece("EvalTrace", "02", "minijax.runtime", "EvalTrace",
-          "the trace that computes values: process_primitive(primitive, args, params)"),
+          "the core.Trace subclass that computes values: process_primitive(primitive, "
+          "args, params); installing makes a fresh instance core.eval_trace"),
     Piece("broadcast_shapes_trivially", "02", "minijax.lax.base", "broadcast_shapes_trivially",
           "(name, shapes) -> the result shape of an elementwise lax op, or JAX's TypeError"),
     Piece("least_upper_bound", "02", "minijax.dtypes", "_least_upper_bound",
@@ -81,7 +82,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
     Piece("value_and_grad", "05", "minijax.autodiff", "value_and_grad",
           "value_and_grad(fun, argnums=0, ...) -> (value, gradient) function"),
     Piece("JaxprTrace", "06", "minijax.tracing", "JaxprTrace",
-          "the trace that records equations: new_arg, process_primitive, to_jaxpr"),
+          "the trace that records equations (make_jaxpr, jit): new_arg, process_primitive, "
+          "to_jaxpr; partial evaluation keeps minijax's own as its base class"),
     Piece("pp_toplevel_jaxpr", "06", "minijax.jaxpr", "pp_toplevel_jaxpr",
           "pp_toplevel_jaxpr(jaxpr) -> the printed jaxpr (a pretty-printer Doc)"),
     Piece("eval_jaxpr", "06", "minijax.core", "eval_jaxpr",
@@ -148,11 +150,7 @@ def reference(name: str) -> Any:
     piece = _piece(name)
     if piece.table:
         table = dict(current(name))
-        for primitive, rule in _saved.get(name, {}).items():
-            if rule is _ABSENT:
-                table.pop(primitive, None)
-            else:
-                table[primitive] = rule
+        _restore_entries(table, _saved.get(name, {}))
         return table
     return _saved.get(name, current(name))
 
@@ -247,31 +245,42 @@ def _replace(owner: Any, attribute: str, present: Any, new: Any) -> None:
 
 
 def reset(name: str | None = None) -> None:
-    """Take minijax's own ``name`` back (every piece, if ``name`` is None)."""
-    for each in list(_saved) if name is None else [_piece(name).name]:
+    """Take minijax's own ``name`` back (every piece, if ``name`` is None). Caches are
+    told only if something changed: resetting the reference costs nothing."""
+    names = list(_saved) if name is None else [_piece(name).name]
+    if not any(each in _saved for each in names):
+        return
+    for each in names:
         if each not in _saved:
             continue
         piece = PIECES[each]
         owner, attribute = _owner(piece)
         saved = _saved.pop(each)
         if piece.table:
-            table = getattr(owner, attribute)
-            for primitive, rule in saved.items():
-                if rule is _ABSENT:
-                    table.pop(primitive, None)
-                else:
-                    table[primitive] = rule
+            _restore_entries(getattr(owner, attribute), saved)
         else:
             _replace(owner, attribute, getattr(owner, attribute), saved)
     flags.pieces_changed()
+
+
+def _restore_entries(table: dict, entries: Mapping[Any, Any]) -> None:
+    """Put ``entries`` ({primitive: rule or _ABSENT}) back into the rule table."""
+    for primitive, rule in entries.items():
+        if rule is _ABSENT:
+            table.pop(primitive, None)
+        else:
+            table[primitive] = rule
 
 
 @contextlib.contextmanager
 def using(implementations: Mapping[str, Any]) -> Iterator[None]:
     """Install ``{name: implementation}`` for the block only, then restore what was there."""
     before = {name: current(name) for name in implementations}
-    before_tables = {name: dict(current(name)) for name in implementations
-                     if _piece(name).table}
+    # For a table, only the entries the block replaces (rules registered meanwhile stay).
+    before_tables = {name: {primitive: current(name).get(primitive, _ABSENT)
+                            for primitive in implementations[name]}
+                     for name in implementations
+                     if _piece(name).table and isinstance(implementations[name], Mapping)}
     was_installed = set(_saved)
     saved_before = {name: dict(_saved[name]) if _piece(name).table else _saved[name]
                     for name in implementations if name in _saved}
@@ -284,9 +293,7 @@ def using(implementations: Mapping[str, Any]) -> Iterator[None]:
             piece = PIECES[name]
             owner, attribute = _owner(piece)
             if piece.table:
-                table = getattr(owner, attribute)
-                table.clear()
-                table.update(before_tables[name])
+                _restore_entries(getattr(owner, attribute), before_tables.get(name, {}))
             else:
                 _replace(owner, attribute, getattr(owner, attribute), before[name])
             if name in was_installed:
