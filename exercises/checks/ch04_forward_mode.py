@@ -148,7 +148,7 @@ RULE_PARTS = {
         " x dy / y**2; an input whose tangent is a Zero adds no term (add_tangents "
         "skips Zeros)",
         [
-            _program("jax.jvp(lambda x, y: x * y / (x + y), (x, y), (t, -t))", x=X3, y=X3[::-1],
+            _program("jax.jvp(lambda x, y: x * y / (x + y), (x, y), (t, t))", x=X3, y=X3[::-1],
                      t=T3),
             _program("jax.jvp(lambda x: (x * 3.0, 3.0 / x, x / 3.0), (x,), (t,))", x=X3, t=T3),
             _program("jax.grad(lambda x, y: jnp.sum(x * y / (1.0 + y)), argnums=(0, 1))(x, y)",
