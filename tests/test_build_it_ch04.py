@@ -106,3 +106,31 @@ def test_a_jvp_that_keeps_symbolic_zeros_fails_on_a_constant_output(ns):
     assert message.startswith("with your jvp installed, jax.jvp(lambda x: jnp.ones(3), (x,), "
                               "(t,))  # a constant output")
     assert "minijax's own pieces give [0. 0. 0.]" in message
+
+
+def test_grad_and_hessian_run_on_the_installed_pieces(ns):
+    """The programs reach the pieces: grad differentiates with the learner's trace (under
+    linearize), and hessian and jacfwd call the learner's jacfwd and jvp."""
+    import minijax as jax
+    import minijax.numpy as jnp
+
+    seen = []
+
+    class Watched(ns["JVPTrace"]):
+        def process_primitive(self, primitive, args, params):
+            seen.append(primitive.name)
+            return super().process_primitive(primitive, args, params)
+
+    def watched(name):
+        def call(*args, **kwargs):
+            seen.append(name)
+            return ns[name](*args, **kwargs)
+        return call
+
+    with pieces.using({"JVPTrace": Watched}):
+        jax.grad(lambda x: jnp.sin(x) * x)(2.0)
+    assert seen == ["sin", "mul"]
+    seen.clear()
+    with pieces.using({"jacfwd": watched("jacfwd"), "jvp": watched("jvp")}):
+        jax.hessian(lambda x: jnp.sum(x ** 3))(jnp.ones(2))
+    assert seen == ["jacfwd", "jvp"]
