@@ -231,6 +231,10 @@ JACFWD_PARTS = {
                      t=np.float32(0.5)),
             _program("jax.jacfwd(lambda m: jnp.sum(m @ m))(m)  # a matrix input",
                      m=np.arange(4, dtype=np.float32).reshape(2, 2)),
+            Program("the number of calls of f = lambda x: jnp.sin(x) * x by jax.jacfwd(f)(x), "
+                    f"with x = {show(X3)} (vmap traces f once)",
+                    "lambda x: (lambda calls: [jax.jacfwd(lambda x: calls.append(x) or "
+                    "jnp.sin(x) * x)(x), len(calls)][1])([])", (X3,)),
         ],
     ),
     "argnums_and_hessian": (
