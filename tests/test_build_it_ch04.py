@@ -134,3 +134,21 @@ def test_grad_and_hessian_run_on_the_installed_pieces(ns):
     with pieces.using({"jacfwd": watched("jacfwd"), "jvp": watched("jvp")}):
         jax.hessian(lambda x: jnp.sum(x ** 3))(jnp.ones(2))
     assert seen == ["jacfwd", "jvp"]
+
+
+def test_check_in_the_notebook_compares_with_minijax_pieces_even_when_the_learners_are_installed(
+        ns):
+    """``check()`` runs in the notebook's process, where the try-it cells have installed the
+    learner's pieces: the reference results must still be minijax's own, and a piece is
+    graded on minijax's other pieces."""
+    def wrong_sin(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return lax.sin(x), lax.mul(t, lax.neg(lax.cos(x)))
+
+    ns["jvp_rules"] = {**ns["jvp_rules"], lax.sin_p: wrong_sin}
+    pieces.install("jvp_rules", ns["jvp_rules"])
+    failed = failed_parts(run_check(CHECKS["jvp_rules"], ns))
+    assert list(failed) == ["sin_cos_exp"]
+    # each piece is graded alone: the right JVPTrace passes, whatever rules are installed
+    assert run_check(CHECKS["JVPTrace"], ns).status is Status.PASSED
+    assert pieces.installed() == ["jvp_rules"]  # and the learner's table is still installed
