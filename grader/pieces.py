@@ -20,6 +20,7 @@ import numpy as np
 
 from grader.checks import CheckFailed, Namespace, _failure, brief, probe, reported
 from grader.plain import FunctionSource, Opaque, _evaluate
+from minijax import pieces
 
 
 class Program(NamedTuple):
@@ -44,10 +45,18 @@ def expect_same_with_pieces(ns: Namespace, installs: Mapping[str, str],
                         *program.args)
         text = f"with {yours} installed, {program.shown}"
         got = reported(text, outcome, hint).value
-        want = _evaluate(program.source, {})(*program.args)
+        want = _on_minijax_pieces(program)
         problem = difference(got, want)
         if problem is not None:
             raise _failure(f"{text} gave {problem}", hint)
+
+
+def _on_minijax_pieces(program: Program) -> Any:
+    """What ``program`` gives on minijax's own pieces. In the grader's process none is
+    installed; but ``check()`` in a notebook runs here, where the learner may have installed
+    pieces (and the probe then runs the program on them, as the grader's worker does)."""
+    with pieces.using({name: pieces.reference(name) for name in pieces.installed()}):
+        return _evaluate(program.source, {})(*program.args)
 
 
 def difference(got: Any, want: Any, where: str = "") -> str | None:

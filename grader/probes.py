@@ -253,13 +253,17 @@ def with_pieces(ns: Any, installs: dict[str, str], program: Callable[..., Any], 
                 ) -> dict[str, Any]:
     """``program(*args)`` run on the learner's engine: for the call, each piece of
     :data:`minijax.pieces.PIECES` named in ``installs`` is the notebook's object of the
-    given name (``{"backward_pass": "my_backward_pass"}``); minijax's own pieces are back
-    afterwards. Reports ``{"value": ...}`` or ``{"raised": "TypeError: ..."}``."""
+    given name (``{"backward_pass": "my_backward_pass"}``), and every other piece is
+    minijax's own, even one the notebook installed (so that each piece is graded alone, the
+    same whatever the learner installed before); what was installed is back afterwards.
+    Reports ``{"value": ...}`` or ``{"raised": "TypeError: ..."}``."""
     from minijax import pieces
 
     implementations = {piece: ns[name] for piece, name in installs.items()}
+    others = {name: pieces.reference(name) for name in pieces.installed()
+              if name not in implementations}
     try:
-        with pieces.using(implementations):
+        with pieces.using({**others, **implementations}):
             return {"value": program.fun(*args)}
     except NotImplementedError:
         raise
