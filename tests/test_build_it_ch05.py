@@ -144,3 +144,25 @@ def test_the_notebooks_install_leaves_a_stub_out():
         assert pieces.installed() == ["backward_pass"]
     finally:
         pieces.reset()
+
+
+def test_the_grader_reports_a_broken_piece_by_program_and_both_results(tmp_path):
+    # The whole path: the learner's worker runs the notebook, the check sends each program
+    # there and compares with minijax's own here.
+    from grader.chapters import default_checks_dir
+    from grader.limits import Limits
+    from grader.runner import grade_notebook
+
+    nb = nbformat.read(SOLUTIONS, as_version=4)
+    cell = next(c for c in nb.cells if c.get("id") == "build-015")
+    cell.source = cell.source.replace("add_tangents(cts.get(var, Zero(var.aval)), ct)", "ct")
+    nbformat.write(nb, tmp_path / "05_reverse_mode.ipynb")
+    report = grade_notebook(tmp_path / "05_reverse_mode.ipynb", "05_reverse_mode",
+                            default_checks_dir(), Limits())
+    result = next(r for r in report.results if r.name == "backward_pass")
+    assert result.points == 0
+    used_twice = next(p for p in result.parts if p.name == "a variable used twice")
+    assert ("with your backward_pass installed, jax.grad(lambda x: x * x)(3.0) gave 3.; "
+            "minijax's own pieces give 6.") in used_twice.message
+    earlier = [r for r in report.results if r.name in ("linearize", "transpose_rules")]
+    assert all(r.points == r.max_points for r in earlier)
