@@ -166,3 +166,20 @@ def test_the_grader_reports_a_broken_piece_by_program_and_both_results(tmp_path)
             "minijax's own pieces give 6.") in used_twice.message
     earlier = [r for r in report.results if r.name in ("linearize", "transpose_rules")]
     assert all(r.points == r.max_points for r in earlier)
+
+
+def test_the_solved_backward_pass_starts_a_scans_carry_with_the_starts_type():
+    # scan's transpose passes `starts`: a weakly typed carry must stay weak, so the jaxpr of
+    # grad(scan) prints as with minijax's own backward_pass (and JAX's).
+    import minijax as jax
+    import minijax.numpy as jnp
+
+    def program():
+        f = jax.grad(lambda x: lax.scan(lambda c, xi: (c * jnp.sin(xi), c + xi), 1.0, x)[0])
+        return str(jax.make_jaxpr(f)(jnp.array([0.5, -1.0, 2.0]))), f(jnp.array([0.5, 2.0]))
+
+    want = program()
+    with pieces.using({"backward_pass": solved_namespace()["backward_pass"]}):
+        got = program()
+    assert got[0] == want[0]
+    assert got[1].weak_type == want[1].weak_type
