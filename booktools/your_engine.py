@@ -81,10 +81,16 @@ def _install_found(found: Found, namespace: dict[str, Any], failed: dict[int, st
     except Exception as exc:
         why = "; ".join(failed.values()) or f"{type(exc).__name__}: {exc}"
         return f"left out ({found.notebook}: {why})"
+    note = ""
+    if isinstance(implementation, dict):  # a rule table: the rules written so far
+        written = {p: rule for p, rule in implementation.items() if not pieces.is_stub(rule)}
+        if written and len(written) < len(implementation):
+            note = f" ({len(written)} of its {len(implementation)} rules)"
+        implementation = written or implementation
     if pieces.is_stub(implementation):
         return f"minijax's own (the stub in {found.notebook} is not written yet)"
     pieces.install(found.piece, implementation)
-    return f"yours, from {found.notebook}"
+    return f"yours, from {found.notebook}{note}"
 
 
 @contextlib.contextmanager

@@ -135,11 +135,11 @@ def test_a_broken_piece_fails_naming_the_program_and_both_results(name):
 
 
 @pytest.mark.parametrize("name", PIECES)
-def test_the_install_cell_refuses_the_stub_and_puts_the_solved_piece_in(name):
+def test_the_install_cell_leaves_the_stub_out_and_puts_the_solved_piece_in(name, capsys):
     setup, stubs = notebook_cells("exercises")
     ns = namespace(setup, stubs[name])
-    with pytest.raises(NotImplementedError, match="still the exercise's stub"):
-        pieces.install(name, ns[name])
+    pieces.install(name, ns[name])
+    assert "still the exercise's stub" in capsys.readouterr().out
     assert pieces.installed() == []
     _, solved = notebook_cells("solutions")
     run(solved[name], ns)
