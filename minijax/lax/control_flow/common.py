@@ -21,13 +21,17 @@ become leading operands (``consts_as_inputs``).
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from minijax.core import ShapedArray
+from minijax.core import ShapedArray, Tracer
 from minijax.dtypes import result_type
+from minijax.flags import config
 from minijax.interpreters.ad import Zero
+from minijax.jaxpr import ClosedJaxpr
 from minijax.lax.base import convert_element_type, operand
+from minijax.tracing import DebugInfo, trace_function
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences, tree_flatten
 
 # ---------------------------------------------------------------------------------------
@@ -45,6 +49,37 @@ def flatten_operands(tree: Any) -> tuple[list[Any], list[ShapedArray], PyTreeDef
     leaves, treedef = tree_flatten(tree)
     values = [operand(x) for x in leaves]
     return values, [x.aval for x in values], treedef
+
+
+def trace_once(fun: Callable, args_avals: tuple, debug: DebugInfo
+               ) -> tuple[ClosedJaxpr, PyTreeDef]:
+    """``trace_function``, remembered: the same function (``debug.fun`` when ``fun`` only
+    wraps it, as ``fori_loop``'s body does) on the same types under the same flags gives
+    back the jaxpr it gave the first time.
+
+    Why: an eager loop (or ``cond``) would otherwise trace its body at every call, and
+    tracing a short body costs more than running it. JAX keeps traced bodies the same
+    way, by the function's identity (held weakly: a function that dies takes its entries
+    with it), and so shares JAX's caveat: a body that reads a global which has changed
+    since keeps the old value, as a jitted function does. A body that captures tracers of
+    an enclosing transformation is traced anew every time: those tracers belong to one
+    trace only.
+    """
+    flat, tree = tree_flatten(args_avals)
+    key = (debug, tree, tuple(flat), config.jax_enable_x64, config.jax_numpy_dtype_promotion)
+    try:
+        known = _traced.setdefault(debug.fun or fun, {})
+        traced = known.get(key)
+    except TypeError:  # a callable without weak references, or an unhashable type
+        return trace_function(fun, args_avals, debug)
+    if traced is None:
+        traced = trace_function(fun, args_avals, debug)
+        if not any(isinstance(c, Tracer) for c in traced[0].consts):
+            known[key] = traced
+    return traced
+
+
+_traced: weakref.WeakKeyDictionary[Callable, dict] = weakref.WeakKeyDictionary()
 
 
 # ---------------------------------------------------------------------------------------
@@ -127,6 +162,8 @@ def check_carry_type(name: str, body_fun: Callable, in_tree: PyTreeDef,
                      in_avals: list[ShapedArray], out_tree: PyTreeDef,
                      out_avals: list[ShapedArray]) -> None:
     """A loop body must return a carry of exactly the type it was given (JAX's TypeError)."""
+    if in_tree == out_tree and all(map(typematch, in_avals, out_avals)):
+        return  # the usual case, checked before the (slow) names for the message
     try:
         carry_name = next(iter(inspect.signature(body_fun).parameters), None)
     except (TypeError, ValueError):
