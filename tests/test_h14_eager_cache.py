@@ -133,3 +133,17 @@ def test_jit_on_numpy_arguments_of_other_dtypes_and_pytrees():
     assert out["y"].dtype == np.float32
     np.testing.assert_allclose(np.asarray(out["y"]), w.astype(np.float32) @ x)
     assert float(out["n"]) == 3.0
+
+
+@pytest.mark.parametrize("name", ["fori_loop", "while_loop", "scan"])
+def test_a_second_eager_loop_finds_its_program_without_walking_the_body(name, monkeypatch):
+    from minijax.compiler import eager_loops
+
+    loop = LOOPS[name](mlax, lambda i, x: x * 0.5 + 1.0)
+    first = loop(mjnp.ones(4))
+    walks = []
+    original = eager_loops.jaxpr_structure
+    monkeypatch.setattr(eager_loops, "jaxpr_structure", lambda j: walks.append(j) or original(j))
+    second = loop(mjnp.ones(4))
+    assert walks == []
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(second))
