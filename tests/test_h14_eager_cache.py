@@ -147,3 +147,41 @@ def test_a_second_eager_loop_finds_its_program_without_walking_the_body(name, mo
     second = loop(mjnp.ones(4))
     assert walks == []
     np.testing.assert_array_equal(np.asarray(first), np.asarray(second))
+
+
+MEAN_CASES = [((5, 7), np.float32, {"axis": 0}), ((5, 7), np.float32, {"axis": (0, 1),
+              "keepdims": True}), ((3, 4), np.int32, {"axis": 1}), ((3,), np.bool_, {}),
+              ((), np.float32, {}), ((4,), np.float16, {"dtype": np.float32}),
+              ((4,), np.float16, {}), ((3, 4), np.float32, {"axis": -1})]
+
+
+@pytest.mark.parametrize("shape, dtype, options", MEAN_CASES)
+def test_eager_mean_is_one_job_with_the_primitives_bits(shape, dtype, options, monkeypatch):
+    from minijax import runtime
+    from minijax.numpy import reductions
+
+    x = mjnp.asarray(np.random.default_rng(0).standard_normal(shape).astype(dtype))
+    by_primitives = reductions.mean.__wrapped__(x, **options)
+    mjnp.mean(x, **options)  # compiled on the first call
+    jobs = []
+    original = runtime.Device.enqueue
+    monkeypatch.setattr(runtime.Device, "enqueue", lambda d, job: jobs.append(job) or
+                        original(d, job))
+    ours = mjnp.mean(x, **options)
+    assert len(jobs) == 1
+    assert ours.aval == by_primitives.aval
+    assert np.asarray(ours).tobytes() == np.asarray(by_primitives).tobytes()
+
+
+@pytest.mark.parametrize("options", [{"axis": 5}, {"axis": (0, 0)}, {"dtype": "foo"},
+                                     {"axis": [0]}, {"where": np.array([True, False, True])}])
+def test_eager_mean_fails_and_falls_back_as_the_primitives_do(options):
+    from minijax.numpy import reductions
+
+    outcomes = []
+    for mean in (mjnp.mean, reductions.mean.__wrapped__):
+        try:
+            outcomes.append(np.asarray(mean(mjnp.ones((2, 3)), **options)).tolist())
+        except Exception as e:  # noqa: BLE001 (the two must fail alike)
+            outcomes.append((type(e), str(e)))
+    assert outcomes[0] == outcomes[1]
