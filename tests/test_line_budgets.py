@@ -16,10 +16,10 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_121,
-    "core": 2_438,
+    "core": 2_440,
     "transformations": 3_143,
     "primitives": 7_429,
-    "api": 1_532,
+    "api": 1_533,
     "breadth": 10_956,
     "backends": 3_310,
     "package": 105,

@@ -77,8 +77,9 @@ def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
         program = entry.program = Program(params["name"], executable_for(
             params["jaxpr"], params["name"], params["keep_unused"]))
     outs = [Array(aval, None, device, committed) for aval in entry.out_avals]
-    device.enqueue((program, leaves, _NO_PARAMS, outs))
-    if entry.has_effects or borrowed:  # a debug print happens before the call returns
+    waits = entry.has_effects or bool(borrowed)  # a debug print happens before returning
+    device.enqueue((program, leaves, _NO_PARAMS, outs), wake_worker=not waits)
+    if waits:
         device.synchronize()
     for out in outs if borrowed else ():  # an output may be an input, or a view of one
         if out._value is not None and any(np.may_share_memory(out._value, x)
