@@ -185,3 +185,12 @@ def test_eager_mean_fails_and_falls_back_as_the_primitives_do(options):
         except Exception as e:  # noqa: BLE001 (the two must fail alike)
             outcomes.append((type(e), str(e)))
     assert outcomes[0] == outcomes[1]
+
+
+def test_traced_bodies_are_kept_in_a_bounded_cache(monkeypatch):
+    from minijax.lax.control_flow import common
+
+    monkeypatch.setattr(common, "MAX_TRACES", 4)
+    for k in range(10):  # a new function every time: nothing to reuse, and nothing kept
+        mlax.fori_loop(0, 2, lambda i, c, k=k: c + k, mjnp.ones(2))
+    assert len(common._traced) <= 4

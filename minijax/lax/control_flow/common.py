@@ -21,7 +21,7 @@ become leading operands (``consts_as_inputs``).
 from __future__ import annotations
 
 import inspect
-import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,27 +59,31 @@ def trace_once(fun: Callable, args_avals: tuple, debug: DebugInfo
 
     Why: an eager loop (or ``cond``) would otherwise trace its body at every call, and
     tracing a short body costs more than running it. JAX keeps traced bodies the same
-    way, by the function's identity (held weakly: a function that dies takes its entries
-    with it), and so shares JAX's caveat: a body that reads a global which has changed
-    since keeps the old value, as a jitted function does. A body that captures tracers of
-    an enclosing transformation is traced anew every time: those tracers belong to one
-    trace only.
+    way, by the function's identity, and so shares JAX's caveat: a body that reads a
+    global which has changed since keeps the old value, as a jitted function does. A
+    body that captures tracers of an enclosing transformation is traced anew every time:
+    those tracers belong to one trace only. The most recently used ``MAX_TRACES`` are
+    kept (a jaxpr refers to its function, so entries cannot simply die with it).
     """
     flat, tree = tree_flatten(args_avals)
-    key = (debug, tree, tuple(flat), config.jax_enable_x64, config.jax_numpy_dtype_promotion)
+    key = (debug.fun or fun, debug, tree, tuple(flat), config.jax_enable_x64,
+           config.jax_numpy_dtype_promotion)
     try:
-        known = _traced.setdefault(debug.fun or fun, {})
-        traced = known.get(key)
-    except TypeError:  # a callable without weak references, or an unhashable type
+        traced = _traced.pop(key, None)
+    except TypeError:  # an unhashable callable or type
         return trace_function(fun, args_avals, debug)
     if traced is None:
         traced = trace_function(fun, args_avals, debug)
-        if not any(isinstance(c, Tracer) for c in traced[0].consts):
-            known[key] = traced
+        if any(isinstance(c, Tracer) for c in traced[0].consts):
+            return traced
+        while len(_traced) >= MAX_TRACES:
+            _traced.popitem(last=False)
+    _traced[key] = traced  # the most recently used last
     return traced
 
 
-_traced: weakref.WeakKeyDictionary[Callable, dict] = weakref.WeakKeyDictionary()
+MAX_TRACES = 512
+_traced: OrderedDict[tuple, tuple[ClosedJaxpr, PyTreeDef]] = OrderedDict()
 
 
 # ---------------------------------------------------------------------------------------
