@@ -194,3 +194,12 @@ def test_traced_bodies_are_kept_in_a_bounded_cache(monkeypatch):
     for k in range(10):  # a new function every time: nothing to reuse, and nothing kept
         mlax.fori_loop(0, 2, lambda i, c, k=k: c + k, mjnp.ones(2))
     assert len(common._traced) <= 4
+
+
+def test_a_body_is_traced_again_under_another_named_axis_size():
+    def sizes(jax, lax, jnp):
+        body = lambda i, x: x + lax.psum(1, "i")
+        return [np.asarray(jax.vmap(lambda x: lax.fori_loop(0, 2, body, x), axis_name="i")(
+            jnp.zeros(n))).tolist() for n in (2, 3)]
+
+    assert sizes(minijax, mlax, mjnp) == sizes(jax, jlax, jjnp)

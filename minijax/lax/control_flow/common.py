@@ -28,6 +28,7 @@ from typing import Any
 from minijax.core import ShapedArray, Tracer
 from minijax.dtypes import result_type
 from minijax.flags import config
+from minijax.interpreters import batching
 from minijax.interpreters.ad import Zero
 from minijax.jaxpr import ClosedJaxpr
 from minijax.lax.base import convert_element_type, operand
@@ -59,15 +60,18 @@ def trace_once(fun: Callable, args_avals: tuple, debug: DebugInfo
 
     Why: an eager loop (or ``cond``) would otherwise trace its body at every call, and
     tracing a short body costs more than running it. JAX keeps traced bodies the same
-    way, by the function's identity, and so shares JAX's caveat: a body that reads a
-    global which has changed since keeps the old value, as a jitted function does. A
-    body that captures tracers of an enclosing transformation is traced anew every time:
-    those tracers belong to one trace only. The most recently used ``MAX_TRACES`` are
-    kept (a jaxpr refers to its function, so entries cannot simply die with it).
+    way, by the function's identity (and the types, flags and named axes), and so shares
+    JAX's caveat: a body that reads a global which has changed since keeps the old
+    value, as a jitted function does. A body that captures tracers of an enclosing
+    transformation is traced anew every time: those tracers belong to one trace only.
+    The most recently used ``MAX_TRACES`` are kept (a jaxpr refers to its function, so
+    entries cannot simply die with it).
     """
     flat, tree = tree_flatten(args_avals)
+    # The named axes bound now are part of the key, as in jit's: psum(1, "i") is the
+    # size of axis "i", fixed in the trace.
     key = (debug.fun or fun, debug, tree, tuple(flat), config.jax_enable_x64,
-           config.jax_numpy_dtype_promotion)
+           config.jax_numpy_dtype_promotion, batching.axis_env())
     try:
         traced = _traced.pop(key, None)
     except TypeError:  # an unhashable callable or type
