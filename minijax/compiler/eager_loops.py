@@ -128,11 +128,13 @@ def compiled_eager_rule(primitive: Primitive, interpret: Callable[..., Any]
     from minijax.compiler.jit import jit
 
     def eager(*args: Any, **params: Any) -> Any:
-        if not enabled or any(has_effects(j) for j in jaxprs_in_params(params)):
+        if not enabled:
             return interpret(*args, **params)
         fast = (primitive.name, identity(params))
-        program = _by_identity.get(fast)
+        program = _by_identity.get(fast)  # found: the very jaxprs, known to be pure
         if program is None:
+            if any(has_effects(j) for j in jaxprs_in_params(params)):
+                return interpret(*args, **params)
             program = _remember(_programs, (primitive.name, structure(params)),
                                 lambda: jit(lambda *xs: primitive.bind(*xs, **params)))
             _remember(_by_identity, fast, lambda: program)
