@@ -38,7 +38,7 @@ LAYERS: dict[str, list[str]] = {
     ],
     "backends": ["compiler", "compiler.stablehlo", "compiler.passes", "compiler.numpy_backend",
                  "compiler.xla_backend", "compiler.eager_loops"],
-    "package": [""],  # minijax/__init__.py: the public facade, imports everything
+    "package": ["", "pieces"],  # the public facade and the learner's plug (import everything)
 }
 
 # What each layer is for, in a few words (the picture prints them).

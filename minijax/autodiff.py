@@ -69,7 +69,7 @@ def _primal_of_current_trace() -> Callable[[Any], Any]:
     trace = core.current_trace()
 
     def strip(x: Any) -> Any:
-        return x.primal if isinstance(x, ad.JVPTracer) and x._trace is trace else x
+        return x.primal if isinstance(x, core.Tracer) and x._trace is trace else x
 
     return strip
 
@@ -434,6 +434,10 @@ def _unravel(tree: Any, axis: int, arr: Any, example: Any = None) -> Any:
     shape in place of that axis, cast like ``example`` (or like the leaf itself)."""
     leaves, treedef = tree_flatten(tree)
     axis %= arr.ndim
+    if arr.dtype == dtypes.float0:  # cotangents of integer inputs: zeros of their dtype
+        return tree_unflatten(treedef, [ad.zeros_like_aval(_aval(example).update(
+            shape=arr.shape[:axis] + _aval(leaf).shape + arr.shape[axis + 1:]))
+            for leaf in leaves])
     parts = slicing.split(arr, [np.int64(_aval(leaf).size) for leaf in leaves], axis)
     pieces = []
     for part, leaf in zip(parts, leaves):

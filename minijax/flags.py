@@ -93,3 +93,20 @@ config = Config()
 def numpy_dtype_promotion(mode: str) -> contextlib.AbstractContextManager[None]:
     """Context manager like ``jax.numpy_dtype_promotion('strict')``."""
     return config.override("jax_numpy_dtype_promotion", mode)
+
+
+# Caches that remember what a learner's piece produced (traced jaxprs, compiled code)
+# register here, and minijax.pieces calls them whenever a piece is installed or reset:
+# a jaxpr traced with the reference JVP trace must not be served after the learner's
+# is plugged in. (The pieces live in a higher layer; this list is the seam.)
+_pieces_listeners: list[Callable[[], None]] = []
+
+
+def on_pieces_change(callback: Callable[[], None]) -> None:
+    """Call ``callback`` (to clear a cache) whenever a piece is installed or reset."""
+    _pieces_listeners.append(callback)
+
+
+def pieces_changed() -> None:
+    for callback in _pieces_listeners:
+        callback()

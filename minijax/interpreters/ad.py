@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes, errors
+from minijax import core, dtypes
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 from minijax.jaxpr import ClosedJaxpr, consts_as_inputs, eval_closed_jaxpr
@@ -139,15 +139,8 @@ class JVPTracer(Tracer):
 
     # ``if x > 0``, ``int(x)`` and ``x.item()`` may read the primal, but a float, a complex
     # or a NumPy array made from it would carry on without its derivative (a silent zero):
-    # JAX refuses those conversions, and so does minijax.
-    def __float__(self) -> float:
-        raise core._conversion_error("float")(self.aval.str_long(), self._context())
-
-    def __complex__(self) -> complex:
-        raise core._conversion_error("complex")(self.aval.str_long(), self._context())
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise errors.TracerArrayConversionError(self.aval.str_long(), self._context())
+    # JAX refuses those conversions, and so does minijax (``core.concrete_or_error``).
+    refused_conversions = frozenset({"float", "complex", "array"})
 
     def __repr__(self) -> str:
         if isinstance(self.tangent, Tracer) and self.tangent.to_concrete_value() is None:
@@ -214,7 +207,7 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     tangents. ``tangents`` may hold ``Zero`` objects; output tangents may too."""
     parent = core.current_trace()
     trace = JVPTrace(parent, rule_trace or parent)
-    inputs = [JVPTracer(trace, _as_value(p), t) for p, t in zip(primals, tangents)]
+    inputs = [trace.lift(_as_value(p), t) for p, t in zip(primals, tangents)]
     try:
         with core.set_current_trace(trace):
             outputs = fun(*inputs)

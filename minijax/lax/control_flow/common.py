@@ -27,7 +27,7 @@ from typing import Any
 
 from minijax.core import ShapedArray, Tracer
 from minijax.dtypes import result_type
-from minijax.flags import config
+from minijax.flags import config, on_pieces_change
 from minijax.interpreters import batching
 from minijax.interpreters.ad import Zero
 from minijax.jaxpr import ClosedJaxpr
@@ -88,6 +88,7 @@ def trace_once(fun: Callable, args_avals: tuple, debug: DebugInfo
 
 MAX_TRACES = 512
 _traced: OrderedDict[tuple, tuple[ClosedJaxpr, PyTreeDef]] = OrderedDict()
+on_pieces_change(_traced.clear)  # traced with the pieces (a learner's trace) in force
 
 
 # ---------------------------------------------------------------------------------------
