@@ -164,8 +164,9 @@ def is_stub(implementation: Any) -> bool:
     """Whether a learner's piece is still an exercise's stub: a function whose body (after
     its docstring) only raises ``NotImplementedError``, a class with such a method of its
     own, or a rule table holding such a rule. Installing one would break everything built
-    on the piece, so :func:`install` refuses it. (The source comes from ``inspect``, which
-    finds a notebook cell's code; where there is none, the piece counts as written.)"""
+    on the piece, so :func:`install` leaves it out and :func:`using` refuses it. (The
+    source comes from ``inspect``, which finds a notebook cell's code; where there is none,
+    the piece counts as written.)"""
     if isinstance(implementation, Mapping):
         return any(is_stub(rule) for rule in implementation.values())
     if isinstance(implementation, type):
@@ -200,21 +201,26 @@ def _rebind(old: Any, new: Any) -> None:
                 namespace[key] = new
 
 
+def _stub_message(name: str, implementation: Any) -> str:
+    stubs = ([rule for rule in implementation.values() if is_stub(rule)]
+             if isinstance(implementation, Mapping) else [implementation])
+    return (f"{getattr(stubs[0], '__name__', name)} is still the exercise's stub (its code "
+            f"only raises NotImplementedError): write it and run its cell first; minijax's "
+            f"own {name} stays in place")
+
+
 def install(name: str, implementation: Any) -> None:
     """Put ``implementation`` into minijax as the piece ``name`` (see the module docstring).
 
     For a rule table, ``implementation`` is a mapping ``{primitive: rule}``: those entries
-    are replaced, the others stay minijax's own.
+    are replaced, the others stay minijax's own. An exercise's stub is not installed (it
+    would break everything built on the piece): install says so and leaves minijax's own.
     """
     piece = _piece(name)
     owner, attribute = _owner(piece)
-    if is_stub(implementation):
-        stubs = ([rule for rule in implementation.values() if is_stub(rule)]
-                 if isinstance(implementation, Mapping) else [implementation])
-        raise NotImplementedError(
-            f"{getattr(stubs[0], '__name__', name)} is still the exercise's stub (its code "
-            f"only raises NotImplementedError): write it and run its cell first; minijax's "
-            f"own {name} stays in place")
+    if is_stub(implementation):  # say so, and let the rest of the notebook run on ours
+        print(_stub_message(name, implementation))
+        return
     if piece.table:
         if not isinstance(implementation, Mapping):
             raise TypeError(f"the piece {name!r} is a rule table: install a dict "
@@ -284,6 +290,9 @@ def using(implementations: Mapping[str, Any]) -> Iterator[None]:
     was_installed = set(_saved)
     saved_before = {name: dict(_saved[name]) if _piece(name).table else _saved[name]
                     for name in implementations if name in _saved}
+    for name, implementation in implementations.items():
+        if is_stub(implementation):  # what runs in the block would run on the reference
+            raise NotImplementedError(_stub_message(name, implementation))
     try:
         for name, implementation in implementations.items():
             install(name, implementation)

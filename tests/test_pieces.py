@@ -65,6 +65,7 @@ PROGRAMS: dict[str, tuple[Callable[[], Any], Any]] = {
     "common_subexpression_elimination": (lambda: jax.jit(_sin)(X), None),
     "dead_code_elimination": (lambda: jax.jit(_sin)(X), None),
     "generate": (lambda: jax.jit(_sin)(X), None),
+    "compile_jaxpr": (lambda: jax.jit(lambda x: jnp.cos(x) * 3.0)(X), None),
     "concrete_or_error": (_bool_of_tracer, None),
     "check_valid_tracer": (_leaked_tracer, None),
     "BatchTrace": (lambda: jax.vmap(_sin)(V), None),
