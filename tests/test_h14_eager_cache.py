@@ -203,3 +203,15 @@ def test_a_body_is_traced_again_under_another_named_axis_size():
             jnp.zeros(n))).tolist() for n in (2, 3)]
 
     assert sizes(minijax, mlax, mjnp) == sizes(jax, jlax, jjnp)
+
+
+def test_a_change_of_piece_forgets_the_traced_bodies():
+    from minijax import flags
+
+    body = Counted(lambda i, x: x + 1.0)
+    loop = LOOPS["fori_loop"](mlax, body)
+    loop(mjnp.ones(2))
+    traced = body.calls
+    flags.pieces_changed()  # what installing or resetting a piece announces
+    loop(mjnp.ones(2))
+    assert body.calls == traced + 1
