@@ -16,12 +16,12 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_138,
-    "core": 2_459,
+    "core": 2_461,
     "transformations": 3_150,
     "primitives": 7_432,
-    "api": 1_566,
-    "breadth": 10_940,
-    "backends": 3_289,
+    "api": 1_593,
+    "breadth": 11_022,
+    "backends": 3_321,
     "package": 422,
 }
 
