@@ -15,9 +15,9 @@ from booktools.layers import LAYERS, lines_per_layer
 # transformation layers with the base primitives (``lax/base.py``); the transformation
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
-    "utilities": 1_138,
+    "utilities": 1_301,
     "core": 2_461,
-    "transformations": 3_150,
+    "transformations": 3_000,
     "primitives": 7_432,
     "api": 1_593,
     "breadth": 11_022,
