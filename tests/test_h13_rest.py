@@ -241,3 +241,20 @@ def test_copy_back_of_minijax_arrays_in_a_dict():
     params = {"w": jnp.ones(3)}
     _copy_back((params,), [{"w": jnp.zeros(3)}])
     np.testing.assert_array_equal(np.asarray(params["w"]), np.zeros(3))
+
+
+# --- 6. keys that are no arrays are refused with JAX's errors ---------------------------------
+@pytest.mark.parametrize("program", [
+    lambda ns: ns.jax.random.split([0, 1]),
+    lambda ns: ns.jax.random.split(3),
+    lambda ns: ns.jax.random.uniform((0, 1)),
+    lambda ns: ns.jax.random.split(ns.jnp.ones(2)),
+])
+def test_bad_keys_fail_as_in_jax(program):
+    assert_same_message(program)
+
+
+def test_key_impl_of_typed_and_raw_keys():
+    (_, ours), (_, theirs) = run_both(lambda ns: [str(ns.jax.random.key_impl(k)) for k in (
+        ns.jax.random.key(0), ns.jax.random.PRNGKey(0))])
+    assert ours == theirs
