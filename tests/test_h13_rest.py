@@ -258,3 +258,28 @@ def test_key_impl_of_typed_and_raw_keys():
     (_, ours), (_, theirs) = run_both(lambda ns: [str(ns.jax.random.key_impl(k)) for k in (
         ns.jax.random.key(0), ns.jax.random.PRNGKey(0))])
     assert ours == theirs
+
+
+# --- 1 (unbatched too): select_n, broadcast_to and reshape errors in JAX's words ---------------
+B3, F3 = np.array([True, False, True]), np.ones(3, F32)
+
+
+@pytest.mark.parametrize("program", [
+    lambda ns: ns.lax.select_n(B3, F3, np.ones(4, F32)),
+    lambda ns: ns.lax.select_n(B3, F3, np.ones(3, np.int32)),
+    lambda ns: ns.lax.select_n(np.array([True, False]), F3, F3),
+    lambda ns: ns.lax.select_n(F3, F3, F3),
+    lambda ns: ns.lax.select_n(np.ones(3, np.int32), F3, F3, np.ones(4, F32)),
+    lambda ns: ns.lax.select_n(np.array([True]), np.ones(1), np.ones(1), np.ones(1)),
+    lambda ns: ns.jax.vmap(ns.lax.select_n)(np.ones((5, 3), bool), A, B),
+    lambda ns: ns.jnp.broadcast_to(ns.jnp.ones(3), (4,)),
+    lambda ns: ns.jnp.broadcast_to(ns.jnp.ones((2, 3)), (3,)),
+    lambda ns: ns.jnp.broadcast_to(ns.lax.broadcast(2.0, (3,)), (2, 4)),
+    lambda ns: ns.jax.vmap(lambda x: ns.jnp.broadcast_to(x, (4,)))(A),
+    lambda ns: ns.jnp.ones(3).reshape(4),
+    lambda ns: ns.jnp.ones(3).reshape((4,)),
+    lambda ns: ns.jnp.ones(3).reshape(4, 1),
+    lambda ns: ns.jax.vmap(lambda x: x.reshape(4))(A),
+])
+def test_shape_errors_in_jax_words(program):
+    assert_same_message(program)
