@@ -122,6 +122,15 @@ CUSTOM_PROGRAMS = {
     "jvp_of_vmap": lambda ns, f: ns.jax.jvp(
         lambda x, y: ns.jax.vmap(f, in_axes=(0, None), out_axes=(None, 0))(x, y),
         (XS, Y0), (XS, Y0)),
+    "nested": lambda ns, f: ns.jax.vmap(
+        ns.jax.vmap(f, in_axes=(0, None), out_axes=(None, 0)), in_axes=(0, None),
+        out_axes=(None, 0))(XS.reshape(1, 3) + XS[:, None], Y0),
+    "in_axes_1": lambda ns, f: ns.jax.vmap(f, in_axes=(1, None))(
+        XS.reshape(1, 3) + XS[:, None], Y0),
+    "grad_of_vmap_of_jit": lambda ns, f: ns.jax.grad(lambda x, y: _total(ns.jax.vmap(
+        ns.jax.jit(f), in_axes=(0, None), out_axes=(None, 0))(x, y)), argnums=(0, 1))(XS, Y0),
+    "hessian_of_vmap": lambda ns, f: ns.jax.hessian(
+        lambda x: _total(ns.jax.vmap(f, in_axes=(0, None))(x, Y0)))(XS),
 }
 
 
@@ -130,6 +139,24 @@ CUSTOM_PROGRAMS = {
 def test_custom_rule_outputs_batched_only_where_they_depend(kind, program):
     ours, theirs = run_both(lambda ns: CUSTOM_PROGRAMS[program](ns, _custom_pair(ns, kind)))
     assert_same(ours, theirs)
+
+
+def _ignores_x(ns):
+    """g(x, y) = 2 y, whose (made-up) JVP rule still uses x's tangent."""
+    g = ns.jax.custom_jvp(lambda x, y: y * 2.0)
+    g.defjvp(lambda primals, tangents: (g(*primals), tangents[0] + tangents[1]))
+    return g
+
+
+@pytest.mark.parametrize("program", [
+    lambda ns: ns.jax.jvp(lambda x: ns.jax.vmap(_ignores_x(ns), in_axes=(0, None))(x, Y0),
+                          (XS,), (XS,)),
+    lambda ns: ns.jax.grad(
+        lambda x: ns.jax.vmap(_ignores_x(ns), in_axes=(0, None))(x, Y0).sum())(XS),
+])
+def test_custom_jvp_output_batched_where_its_rule_batches_it(program):
+    """The primal ignores the mapped input but its tangent does not: JAX batches both."""
+    assert_same(*run_both(program))
 
 
 @pytest.mark.parametrize("kind", ["jvp", "vjp"])
