@@ -118,7 +118,8 @@ def one_example_errors(fun: Callable[..., Any]) -> Callable[..., Any]:
     ``(5, 4)`` batches fails naming ``(3,), (4,)``. minijax runs them on the batch
     directly, where a batching rule's error would name the batch's shapes; so when
     ``fun`` fails on tracers, it is traced once more at their types (one example's), and
-    the error of that trace is raised instead. Calls that succeed pay nothing.
+    the error of that trace is raised instead. A call that succeeds costs one more
+    Python call, no tracing.
     """
     @functools.wraps(fun)
     def checked(*args: Any) -> Any:
