@@ -30,9 +30,11 @@ from grader.checks import (
     probe,
     reported,
 )
+from grader.pieces import Program as Run
+from grader.pieces import expect_same_with_pieces
 from grader.plain import FunctionSource, Opaque
 from minijax import lax
-from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr
+from minijax.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 
 #: The functions and constants the programs below use. They are source so that the learner's
 #: process can build the same programs (and so the same jaxprs) as this one: a jaxpr is not
@@ -72,26 +74,6 @@ def _collatz_steps(n):
     return lax.while_loop(lambda state: state[0] != 1, step, (n, 0))[1]
 
 
-def _unused_value(x):
-    unused = jnp.cos(x)
-    return jnp.sin(x)
-
-
-def _dead_chain(x):
-    a = jnp.exp(x)
-    b = a * 2.0
-    c = jnp.log(b)
-    return x + 1.0
-
-
-def _interleaved(x, y):
-    a = jnp.sin(x)
-    dead = jnp.cos(a) * y
-    b = a * y
-    also_dead = jnp.exp(b) + a
-    return b + 1.0, a
-
-
 def _cond_in_scan(v):
     def body(total, x):
         return total + lax.cond(x > 0, lambda u: u * u, lambda u: -u, x), None
@@ -109,7 +91,6 @@ _TABLE, _W, _B = _HELPERS["_TABLE"], _HELPERS["_W"], _HELPERS["_B"]
 #: run inside the learner's code, objected) or the exercise's observations.
 _OBSERVE = """def observe_jaxprs(ns, prelude, name, programs):
     from minijax import core
-    from minijax.jaxpr import Jaxpr, check_jaxpr, eval_jaxpr
     checks = __import__("grader.checks", fromlist=["CheckFailed", "describe_exception"])
     scope = {"np": np, "jnp": jnp, "lax": lax, "jax": jax}
     exec(prelude, scope)
@@ -147,33 +128,12 @@ _OBSERVE = """def observe_jaxprs(ns, prelude, name, programs):
         return {"value": "a pair", "consts": consts, "run": attempt(lambda: g(*consts, *arrays)),
                 "doubled": attempt(lambda: g(*doubled, *arrays)), "traced": traced}
 
-    def eliminated(closed, args):
-        jaxpr = closed.jaxpr
-        before = list(jaxpr.eqns)
-        got = attempt(lambda: learner(jaxpr))
-        if "value" not in got:
-            return got
-        result = got["value"]
-        report = {"value": type(result).__name__, "is_jaxpr": isinstance(result, Jaxpr),
-                  "changed": list(jaxpr.eqns) != before or len(jaxpr.eqns) != len(before)}
-        if not report["is_jaxpr"]:
-            return report
-        report["same"] = {part: list(getattr(result, part)) == list(getattr(jaxpr, part))
-                          for part in ("constvars", "invars", "outvars")}
-        report["kept"] = [next((i for i, o in enumerate(jaxpr.eqns) if o is e), -1)
-                          for e in result.eqns]
-        report["checked"] = attempt(lambda: check_jaxpr(result))
-        report["outputs"] = attempt(lambda: eval_jaxpr(result, closed.consts, *args))
-        return report
-
     reports = []
     for source, args in programs:
         fun = eval(source, scope)
         closed = jax.make_jaxpr(fun)(*args)
         if name == "hoist_constants":
             reports.append(hoisted(fun, args))
-        elif name == "dce":
-            reports.append(eliminated(closed, [np.asarray(a) for a in args]))
         elif name == "evaluate":
             consts = [np.asarray(c) for c in closed.consts]
             with core.set_current_trace(NoBinding()):
@@ -233,6 +193,92 @@ def _nested(params: dict[str, Any]) -> Iterator[Jaxpr]:
 
 def _vector(*values: float) -> np.ndarray:
     return np.array(values, dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: dead-code elimination, the pass jit's lowering runs first
+# ---------------------------------------------------------------------------------------
+
+#: ``pe.dce_jaxpr`` in a program's source (programs see only jax, jnp, lax and np).
+_DCE = '__import__("minijax.interpreters.partial_eval", fromlist=["pe"]).dce_jaxpr'
+
+
+def _cut(source: str, args: str, used: str, instantiate: str = "False") -> str:
+    """A program that cuts the jaxpr of ``source`` with ``dce_jaxpr`` and shows the result."""
+    return (f"lambda: (lambda cut: (str(cut[0]), len(cut[0].consts), list(cut[1])))("
+            f"{_DCE}(jax.make_jaxpr({source})({args}), {used}, {instantiate}))")
+
+
+_PRINTED = """def printed(x):
+    import contextlib, io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        y = jax.jit(lambda v: (jax.debug.print("v = {}", v), jnp.exp(v), v + 1.0)[2])(x)
+    return out.getvalue(), y
+"""
+
+_DCE_PROGRAMS = {
+    "removing dead equations": [
+        Run("jax.make_jaxpr(f)(1.0), cut by dce_jaxpr(closed, True), for f = lambda x: "
+                "(jnp.cos(x), jnp.exp(x) * 2.0, jnp.sin(x))[2]",
+                _cut("lambda x: (jnp.cos(x), jnp.exp(x) * 2.0, jnp.sin(x))[2]", "1.0", "True")),
+        Run("dce_jaxpr(closed, [True, False]) for the two outputs of "
+                "f = lambda x, y: (jnp.sin(x) * y, jnp.cos(y))",
+                _cut("lambda x, y: (jnp.sin(x) * y, jnp.cos(y))", "1.0, 2.0", "[True, False]")),
+        Run("jax.jit(f).lower(x).as_text() for f = lambda x: (jnp.log(jnp.exp(x) * 2.0), "
+                "x + 1.0)[1]  (the lowering cuts dead code first)",
+                "lambda x: jax.jit(lambda x: (jnp.log(jnp.exp(x) * 2.0), x + 1.0)[1])"
+                ".lower(x).as_text()", [_vector(1.0, 2.0)]),
+        Run("jax.jit(lambda k, v: lax.sort_key_val(k, v)[1])(k, v)  (an equation with one "
+                "of its two results used)", "lambda k, v: jax.jit(lambda k, v: "
+                "lax.sort_key_val(k, v)[1])(k, v)",
+                [_vector(3.0, 1.0, 2.0), _vector(30.0, 10.0, 20.0)]),
+        Run("jax.grad(jax.jit(lambda x: jnp.sin(x) * x))(x)",
+                "lambda x: jax.grad(jax.jit(lambda x: jnp.sin(x) * x))(x)", [np.float32(0.5)]),
+    ],
+    "inputs, constants and instantiate": [
+        *[Run(f"dce_jaxpr(closed, {used}) for f = lambda x, y: (x * table, jnp.sin(y))  "
+              "(table a NumPy array, a constvar)",
+              _cut("lambda x, y: (x * np.arange(3.0, dtype=np.float32), jnp.sin(y))",
+                   "np.ones(3, np.float32), 1.0", used))
+          for used in ("[True, False]", "[False, True]")],
+        Run("dce_jaxpr(closed, True, instantiate=[False, True]) for f = lambda x, y: "
+                "jnp.sin(x)", _cut("lambda x, y: jnp.sin(x)", "1.0, 2.0", "True",
+                                   "[False, True]")),
+        Run("dce_jaxpr(closed, False, instantiate=True) for f = lambda x: jnp.sin(x) + x",
+                _cut("lambda x: jnp.sin(x) + x", "1.0", "False", "True")),
+        Run("jax.jit(lambda x, y: x * 2.0)(x, y)  (an unused argument)",
+                "lambda x, y: jax.jit(lambda x, y: x * 2.0)(x, y)",
+                [_vector(1.0, 2.0), _vector(5.0, 6.0)]),
+    ],
+    "effects and nested jaxprs": [
+        Run("the text printed by jax.jit(lambda v: (jax.debug.print('v = {}', v), "
+                "jnp.exp(v), v + 1.0)[2])(x), and its result  (debug.print has an effect: "
+                "it stays)", _PRINTED, [np.float32(1.5)]),
+        Run("dce_jaxpr(closed, True) for f = lambda x: jax.jit(lambda v: (jnp.sin(v), "
+                "jnp.cos(v)))(x)[0]  (a jit's body is cut by its rule in dce_rules)",
+                _cut("lambda x: jax.jit(lambda v: (jnp.sin(v), jnp.cos(v)))(x)[0]", "1.0",
+                     "True")),
+        Run("jax.jit(lambda x: lax.cond(x > 0, lambda v: (v, jnp.exp(v)), "
+                "lambda v: (-v, v), x)[0])(x)",
+                "lambda x: jax.jit(lambda x: lax.cond(x > 0, lambda v: (v, jnp.exp(v)), "
+                "lambda v: (-v, v), x)[0])(x)", [np.float32(-2.0)]),
+    ],
+}
+
+
+@exercise("dce_jaxpr", points=4, remote=True, parts={"removing dead equations": 2,
+                                                     "inputs, constants and instantiate": 1,
+                                                     "effects and nested jaxprs": 1})
+def check_dce_jaxpr(ns):
+    hint = ("walk the equations backwards with a set of live Vars, starting with the used "
+            "outputs; skip an equation none of whose results is live unless "
+            "has_effects(Jaxpr([], [], [], [eqn])); let dce_rules[eqn.primitive] (if any) cut a "
+            "kept equation, then add its Var inputs to the live set; an input is used if live "
+            "or instantiated, a constvar (with its value) stays if live")
+    for name, programs in _DCE_PROGRAMS.items():
+        with part(name):
+            expect_same_with_pieces(ns, {"dce_jaxpr": "dce_jaxpr"}, programs, hint=hint)
 
 
 # ---------------------------------------------------------------------------------------
@@ -427,103 +473,6 @@ def _check_evaluated(program: Program, expected: list, report: Any, hint: str) -
                               f"expected a NumPy array -- hint: {hint}")
         expect_close(Returned(call=f"output {i} of {got.call}", value=value), want, rtol=1e-5,
                      atol=1e-6, hint=f"the jaxpr is:\n{closed}\n{hint}")
-
-
-# ---------------------------------------------------------------------------------------
-# Exercise 4: dead-code elimination
-# ---------------------------------------------------------------------------------------
-
-
-def _needed(jaxpr: Jaxpr) -> list[JaxprEqn]:
-    """The equations that compute the outputs, found backwards from them."""
-    live = {atom for atom in jaxpr.outvars if isinstance(atom, Var)}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
-            kept.append(eqn)
-            live.update(a for a in eqn.invars if isinstance(a, Var))
-    return kept[::-1]
-
-
-#: The parts of the DCE exercise: how many of its programs, in order, each holds.
-_DCE_PARTS = {"removing dead equations": 5, "nothing needed, nothing dead": 2}
-
-
-@exercise("dce", points=3, remote=True, parts={"removing dead equations": 2,
-                                               "nothing needed, nothing dead": 1})
-def check_dce(ns):
-    hint = ("walk the equations backwards with a set of live variables, starting with the "
-            "outvars (Vars only: literals need nothing); keep an equation if any of its outvars "
-            "is live, and then add its Var inputs to the live set; return "
-            "Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept_equations_in_order)")
-    cases = [
-        Program("an unused cos: unused = jnp.cos(x); return jnp.sin(x)", "_unused_value", 1.0),
-        Program("a dead chain: a = jnp.exp(x); b = a * 2.0; c = jnp.log(b); return x + 1.0",
-                "_dead_chain", _vector(1.0, 2.0)),
-        Program("live and dead code interleaved (two outputs)", "_interleaved", 0.5,
-                _vector(1.0, -1.0, 2.0)),
-        Program("lambda k, v: lax.sort_key_val(k, v)[1]  (one result of an equation unused)",
-                "lambda k, v: lax.sort_key_val(k, v)[1]", _vector(3.0, 1.0, 2.0),
-                _vector(30.0, 10.0, 20.0)),
-        Program("jax.grad(lambda x: jnp.sin(x) * x)", "jax.grad(lambda x: jnp.sin(x) * x)", 1.0),
-        Program("lambda x: (jnp.sin(x), x)[1]  (nothing is needed)",
-                "lambda x: (jnp.sin(x), x)[1]", 2.0),
-        Program("lambda x: x * offsets - 1.0  (a constvar; nothing is dead)",
-                "lambda x: x * _OFFSETS - 1.0", _vector(1.0, 2.0, 3.0)),
-    ]
-    learner_function(ns, "dce")
-    reports = observed(ns, "dce", cases)
-    for (name, program), report in zip(grouped(cases, _DCE_PARTS), reports):
-        with part(name):
-            _check_eliminated(program, report, hint)
-
-
-def _check_eliminated(program: Program, report: Any, hint: str) -> None:
-    """The jaxpr the learner's dce returned for one program (``report``) keeps exactly the
-    needed equations, and computes what the program does."""
-    closed = program.closed()
-    jaxpr = closed.jaxpr
-    got = returned(call_text("dce", program.describe()), report)
-    if report["changed"]:
-        raise CheckFailed(f"{got.call} changed the equations of the jaxpr it was given; "
-                          "build a new Jaxpr and leave the input alone")
-    if not report["is_jaxpr"]:
-        raise CheckFailed(f"{got.call} returned a {got.value}; expected a Jaxpr "
-                          f"-- hint: {hint}")
-    for field in ("constvars", "invars", "outvars"):
-        if not report["same"][field]:
-            raise CheckFailed(f"{got.call} changed the {field}; keep them as they are (the "
-                              f"same Var objects) -- hint: {hint}")
-    _expect_needed(got.call, jaxpr, report["kept"], closed, hint)
-    returned(f"check_jaxpr({got.call})", report["checked"])
-    outputs = returned(f"eval_jaxpr({got.call}, ...)", report["outputs"]).value
-    args = [np.asarray(a) for a in program.args]
-    expected = eval_jaxpr(jaxpr, closed.consts, *args)
-    for i, (value, want) in enumerate(zip(outputs, expected)):
-        expect_close(Returned(call=f"eval_jaxpr({got.call}, ...)[{i}]", value=value),
-                     np.asarray(want, np.float64), rtol=1e-6)
-
-
-def _expect_needed(call: str, jaxpr: Jaxpr, kept: list[int], closed: ClosedJaxpr,
-                   hint: str) -> None:
-    """``kept``, the positions in ``jaxpr`` of the equations the learner's result holds (-1
-    for one that is not there), must be those of the needed equations, in order."""
-    if -1 in kept:
-        raise CheckFailed(f"{call} returned equations that are not in the input jaxpr; "
-                          "keep the original JaxprEqn objects")
-    if kept != sorted(kept):
-        raise CheckFailed(f"{call} changed the order of the equations; keep them in "
-                          "program order")
-    needed = [next(i for i, o in enumerate(jaxpr.eqns) if o is e) for e in _needed(jaxpr)]
-    if kept != needed:
-        names = [e.primitive.name for e in jaxpr.eqns]
-        extra = [names[i] for i in kept if i not in needed]
-        missing = [names[i] for i in needed if i not in kept]
-        raise CheckFailed(
-            f"{call} kept {len(kept)} equation(s); expected {len(needed)}: "
-            + (f"these are dead: {extra}; " if extra else "")
-            + (f"these are needed: {missing}; " if missing else "")
-            + f"the jaxpr is:\n{closed}\n-- hint: {hint}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,80 @@
+"""Chapter 06's Build-it pieces: each solved piece, installed alone, passes its check's programs;
+a deliberately broken piece fails with a message that names the program, the reference's result
+and the broken piece's result. (Solutions scoring full marks and the pristine notebook scoring
+zero are covered for every chapter by test_course_exercises.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.chapters import load_checks
+from grader.outcome import Status, run_check
+from minijax import pieces
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = nbformat.read(ROOT / "solutions" / "06_jaxprs.ipynb", as_version=4)
+CHECKS = load_checks("06_jaxprs", ROOT / "exercises" / "checks")
+BUILD_IT = ["dce_jaxpr"]
+
+
+def solved(name: str) -> str:
+    """The source of the solutions notebook's cell for the exercise ``name``."""
+    return next(cell.source for cell in SOLUTIONS.cells
+                if cell.get("metadata", {}).get("exercise", {}).get("name") == name)
+
+
+def namespace(*sources: str) -> dict:
+    """The solutions notebook's setup cell run, then ``sources``: a learner's globals."""
+    ns: dict = {}
+    setup = next(cell.source for cell in SOLUTIONS.cells if cell.cell_type == "code")
+    for source in (setup, *sources):
+        exec(source, ns)
+    return ns
+
+
+def result(name: str, ns: dict):
+    try:
+        return run_check(CHECKS[name], ns)
+    finally:
+        pieces.reset()
+
+
+def failures(got) -> dict[str, str]:
+    """The failed parts of a result, by name, with their messages."""
+    assert got.status is Status.FAILED, got
+    return {part.name: part.message for part in got.parts if not part.passed}
+
+
+@pytest.mark.parametrize("name", BUILD_IT)
+def test_solved_piece_installed_alone_passes_its_programs(name):
+    got = result(name, namespace(solved(name)))
+    assert got.status is Status.PASSED, got.message
+    assert pieces.installed() == []
+
+
+def broken(name: str, old: str, new: str) -> str:
+    source = solved(name)
+    assert old in source
+    return source.replace(old, new)
+
+
+def test_dce_that_drops_an_effectful_equation_fails_naming_the_printed_text():
+    source = broken("dce_jaxpr", "if not any(used) and not has_effects(Jaxpr([], [], [], [eqn])):",
+                    "if not any(used):")
+    failed = failures(result("dce_jaxpr", namespace(source)))
+    assert list(failed) == ["effects and nested jaxprs"]
+    message = failed["effects and nested jaxprs"]
+    assert "with your dce_jaxpr installed, the text printed by jax.jit(lambda v: " \
+           "(jax.debug.print('v = {}', v)" in message
+    assert "where minijax's own pieces give\nv = 1.5" in message
+
+
+def test_dce_that_drops_a_used_equation_fails_naming_the_program():
+    source = broken("dce_jaxpr", "used = [v in live for v in eqn.outvars]",
+                    "used = [v in live for v in eqn.outvars[:1]]")  # forgets later results
+    failed = failures(result("dce_jaxpr", namespace(source)))
+    assert "with your dce_jaxpr installed, jax.jit(lambda k, v: lax.sort_key_val(k, v)[1])" \
+           in failed["removing dead equations"]
