@@ -79,6 +79,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
           "the trace that records equations: new_arg, process_primitive, to_jaxpr"),
     Piece("pp_toplevel_jaxpr", "06", "minijax.jaxpr", "pp_toplevel_jaxpr",
           "pp_toplevel_jaxpr(jaxpr) -> the printed jaxpr (a pretty-printer Doc)"),
+    Piece("print_jaxpr", "06", "minijax.jaxpr", "print_jaxpr",
+          "print_jaxpr(jaxpr) -> str(jaxpr), the text JAX prints"),
     Piece("eval_jaxpr", "06", "minijax.core", "eval_jaxpr",
           "eval_jaxpr(jaxpr, consts, *args) -> the outputs' values"),
     Piece("dce_jaxpr", "06", "minijax.interpreters.partial_eval", "dce_jaxpr",

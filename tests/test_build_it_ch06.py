@@ -17,7 +17,7 @@ from minijax import pieces
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = nbformat.read(ROOT / "solutions" / "06_jaxprs.ipynb", as_version=4)
 CHECKS = load_checks("06_jaxprs", ROOT / "exercises" / "checks")
-BUILD_IT = ["dce_jaxpr"]
+BUILD_IT = ["JaxprTrace", "print_jaxpr", "eval_jaxpr", "dce_jaxpr"]
 
 
 def solved(name: str) -> str:
@@ -78,3 +78,39 @@ def test_dce_that_drops_a_used_equation_fails_naming_the_program():
     failed = failures(result("dce_jaxpr", namespace(source)))
     assert "with your dce_jaxpr installed, jax.jit(lambda k, v: lax.sort_key_val(k, v)[1])" \
            in failed["removing dead equations"]
+
+
+def test_printer_that_drops_the_types_fails_showing_both_texts():
+    source = broken("print_jaxpr", "else '_'}:{v.aval.str_short()}", "else '_'}")
+    failed = failures(result("print_jaxpr", namespace(source)))
+    assert set(failed) == {"one line", "several lines", "literals, constants and unused results"}
+    message = failed["one line"]
+    assert message.startswith("with your print_jaxpr installed, str(jax.make_jaxpr(f)(1.0)) for "
+                              "f = lambda x: jnp.sin(x) * 2.0 gave the text\n"
+                              "{ lambda ; a. let b = sin a; c = mul b 2.0:f32[] in (c,) }\n"
+                              "where minijax's own pieces give\n"
+                              "{ lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] "
+                              "in (c,) }")
+
+
+def test_printer_that_names_unused_results_fails_on_them_only():
+    source = broken("print_jaxpr", "if v in read or not results else '_'", "")
+    failed = failures(result("print_jaxpr", namespace(source)))
+    assert "an unused result" in failed["literals, constants and unused results"]
+    assert "_:f32[] = cos a" in failed["literals, constants and unused results"]
+
+
+def test_trace_with_a_constvar_per_use_fails_on_a_constant_used_twice():
+    source = broken("JaxprTrace", "if id(x) not in self.constvars:", "if True:")
+    failed = failures(result("JaxprTrace", namespace(source)))
+    assert list(failed) == ["constants and literals"]
+    assert "table = np.arange(3.0, dtype=np.float32): one constvar" in \
+        failed["constants and literals"]
+    assert "c:f32[3] = mul b d" in failed["constants and literals"]  # a constvar lost
+
+
+def test_eval_jaxpr_that_reads_one_result_per_equation_fails_on_sort():
+    source = broken("eval_jaxpr", "outs if eqn.primitive.multiple_results else [outs]", "[outs]")
+    failed = failures(result("eval_jaxpr", namespace(source)))
+    assert "jax.make_jaxpr(lax.sort_key_val)(k, v)  (a primitive with two results)" in \
+        failed["straight-line jaxprs"]

@@ -195,6 +195,208 @@ def _vector(*values: float) -> np.ndarray:
     return np.array(values, dtype=np.float32)
 
 
+def _printed(source: str, args: str, shown: str = "") -> Run:
+    """The program ``str(jax.make_jaxpr(f)(args))`` for ``f = source``."""
+    return Run(f"str(jax.make_jaxpr(f)({args})) for f = {source}{shown}",
+               f"lambda: str(jax.make_jaxpr({source})({args}))")
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: the trace that records equations
+# ---------------------------------------------------------------------------------------
+
+_ERROR = """def program(x):
+    try:
+        jax.make_jaxpr(lambda v: v if v > 0 else -v)(x)
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+"""
+
+_TRACE_PROGRAMS = {
+    "recording equations": [
+        _printed("lambda x: jnp.sin(x) * 2.0 + x", "1.0"),
+        _printed("lambda x, y: (jnp.sin(x) * y, jnp.cos(y), x)", "1.0, 2.0",
+                 "  (several outputs, an input among them)"),
+        _printed("lambda p: jnp.tanh(p['x'] @ p['w'])",
+                 "{'x': np.ones((2, 3), np.float32), 'w': np.ones((3, 4), np.float32)}"),
+        _printed("lambda k, v: lax.sort_key_val(k, v)[1]", "np.ones(3, np.float32), "
+                 "np.ones(3, np.float32)", "  (a primitive with several results)"),
+    ],
+    "constants and literals": [
+        _printed("lambda x: x * 2 + np.float32(0.5) * x", "1.0",
+                 "  (host scalars are literals)"),
+        _printed("lambda x: x * table + table", "np.ones(3, np.float32)",
+                 "  (table = np.arange(3.0, dtype=np.float32): one constvar)")._replace(
+            source="def program():\n    table = np.arange(3.0, dtype=np.float32)\n"
+                   "    return str(jax.make_jaxpr(lambda x: x * table + table)"
+                   "(np.ones(3, np.float32)))\n"),
+        _printed("lambda x: x * two", "1.0",
+                 "  (two = jnp.float32(2.0), made before: a jax Array is a constvar, even a "
+                 "scalar one)")._replace(
+            source="def program():\n    two = jnp.float32(2.0)\n"
+                   "    return str(jax.make_jaxpr(lambda x: x * two)(1.0))\n"),
+    ],
+    "jit, grad and control flow on your trace": [
+        Run("jax.jit(lambda x: jnp.sin(x) * x)(x)", "lambda x: jax.jit(lambda x: jnp.sin(x) "
+            "* x)(x)", [_vector(0.5, 1.0, 2.0)]),
+        Run("jax.grad(jax.jit(lambda x: jnp.sin(x) * x))(x)", "lambda x: jax.grad(jax.jit("
+            "lambda x: jnp.sin(x) * x))(x)", [np.float32(0.5)]),
+        _printed("lambda x: lax.cond(x > 0, lambda v: v * x, lambda v: -v, 2.0 * x)", "1.0",
+                 "  (a branch closes over x: a tracer of the enclosing trace)"),
+        _printed("jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * x, x))",
+                 "1.0"),
+        Run("the error of jax.make_jaxpr(lambda v: v if v > 0 else -v)(x)", _ERROR,
+            [np.float32(1.0)]),
+    ],
+}
+
+
+@exercise("JaxprTrace", points=4, remote=True, parts={"recording equations": 2,
+                                                      "constants and literals": 1,
+                                                      "jit, grad and control flow on your "
+                                                      "trace": 1})
+def check_jaxpr_trace(ns):
+    hint = ("new_arg appends a new Var to invars and returns JaxprTracer(self, aval, var); "
+            "atom gives a tracer of this trace its var, else asks self.constant(x): a Literal "
+            "stays, any other value gets one constvar per id(value), its value appended to "
+            "consts; process_primitive appends JaxprEqn(primitive, invars, outvars, params, "
+            "SourceInfo.capture()) with outvars from primitive.abstract_eval")
+    for name, programs in _TRACE_PROGRAMS.items():
+        with part(name):
+            expect_same_with_pieces(ns, {"JaxprTrace": "JaxprTrace"}, programs, hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: the printer, whose text must be JAX's
+# ---------------------------------------------------------------------------------------
+
+
+_PRINTER_PROGRAMS = {
+    "one line": [
+        _printed("lambda x: jnp.sin(x) * 2.0", "1.0"),
+        _printed("lambda x, y: jnp.sin(x) * y", "1.0, 2.0"),
+        _printed("lambda x: (x, 2.0 * x, 1.0)", "1.0", "  (an input and a literal as outputs)"),
+        _printed("lambda x: jnp.sin(x) * 0.25", "np.ones(1, np.float32)",
+                 "  (80 characters)"),
+    ],
+    "several lines": [
+        _printed("lambda x: jnp.sin(x) * 2.0 + 1.0", "1.0"),
+        _printed("lambda x, y: (jnp.sin(x) * y, jnp.cos(y))", "1.0, 2.0",
+                 "  (two outputs)"),
+        _printed("lambda x: jnp.sin(x) * 0.125", "np.ones(1, np.float32)",
+                 "  (81 characters on one line)"),
+        _printed("lambda x: jnp.sum(x ** 2, axis=1) / x.shape[1]",
+                 "np.ones((2, 3), np.float32)", "  (parameters)"),
+        _printed("lambda x: x.astype(jnp.int32) + 1", "1.0"),
+        Run("str(jax.make_jaxpr(jax.grad(lambda x: jnp.sin(x) * x))(1.0))",
+            "lambda: str(jax.make_jaxpr(jax.grad(lambda x: jnp.sin(x) * x))(1.0))"),
+    ],
+    "literals, constants and unused results": [
+        _printed("lambda x: x * 0.1 + np.float32(0.1)", "1.0",
+                 "  (a Python float as written, a float32 as its value)"),
+        _printed("lambda x: x * table + 1.0", "np.ones(3, np.float32)",
+                 "  (table = np.arange(3.0, dtype=np.float32), a constvar)")._replace(
+            source="lambda: str(jax.make_jaxpr(lambda x: x * np.arange(3.0, dtype=np.float32) "
+                   "+ 1.0)(np.ones(3, np.float32)))"),
+        _printed("lambda x: (jnp.cos(x), jnp.sin(x))[1]", "1.0", "  (an unused result)"),
+        _printed("lambda x: jnp.zeros(3) + x", "1.0"),
+        Run("str(jax.make_jaxpr(f)(1.0)) for f, 30 times x = jnp.sin(x) * 2.0 (names past z: "
+            "ba, bb, ...)",
+            "def program():\n"
+            "    def f(x):\n"
+            "        for i in range(30):\n"
+            "            x = jnp.sin(x) * 2.0\n"
+            "        return x\n"
+            "    return str(jax.make_jaxpr(f)(1.0))\n"),
+    ],
+}
+
+
+@exercise("print_jaxpr", points=4, remote=True, parts={"one line": 1, "several lines": 2,
+                                                       "literals, constants and unused results": 1})
+def check_print_jaxpr(ns):
+    hint = ("name the variables a, b, ..., z, ba, bb, ... as they first appear (constvars, "
+            "invars, then each equation's results); a result nothing reads is _; a binder is "
+            "name:aval.str_short(), a literal literal.text(); one line if it fits in 80 "
+            "characters, else the equations on lines of their own, indented by 4, and '  in'")
+    for name, programs in _PRINTER_PROGRAMS.items():
+        with part(name):
+            expect_same_with_pieces(ns, {"print_jaxpr": "print_jaxpr"}, programs, hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: eval_jaxpr, the interpreter that binds
+# ---------------------------------------------------------------------------------------
+
+
+def _evaluated(source: str, then: str, args: list, shown: str) -> Run:
+    """A program that traces ``source`` on its arguments into ``closed`` and returns
+    ``then`` (an expression of ``closed``, ``run`` = jax.core.eval_jaxpr, and ``args``)."""
+    return Run(shown, "def program(*args):\n"
+                      f"    closed = jax.make_jaxpr({source})(*args)\n"
+                      "    run = jax.core.eval_jaxpr\n"
+                      f"    return {then}\n", args)
+
+
+_RUN = "run(closed.jaxpr, closed.consts, *args)"
+
+_EVAL_PROGRAMS = {
+    "straight-line jaxprs": [
+        _evaluated("lambda v: jnp.sin(v) * 2.0 + v", _RUN, [_vector(0.5, 1.0, 2.0)],
+                   "eval_jaxpr(closed.jaxpr, closed.consts, x) for closed = "
+                   "jax.make_jaxpr(lambda v: jnp.sin(v) * 2.0 + v)(x)"),
+        _evaluated("lambda v: (v * np.arange(3.0, dtype=np.float32), 1.0, v)", _RUN,
+                   [_vector(0.5, 1.0, 2.0)], "eval_jaxpr(closed.jaxpr, closed.consts, x) for "
+                   "closed = jax.make_jaxpr(lambda v: (v * table, 1.0, v))(x)  (a constvar, a "
+                   "literal and an input among the outputs)"),
+        _evaluated("lax.sort_key_val", _RUN, [_vector(3.0, 1.0, 2.0), _vector(30.0, 10.0, 20.0)],
+                   "eval_jaxpr(closed.jaxpr, closed.consts, k, v) for closed = "
+                   "jax.make_jaxpr(lax.sort_key_val)(k, v)  (a primitive with two results)"),
+    ],
+    "under transformations": [
+        _evaluated("lambda v: jnp.sin(v) * 2.0", "str(jax.make_jaxpr(lambda *a: run("
+                   "closed.jaxpr, closed.consts, *a))(*args))", [np.float32(1.0)],
+                   "str(jax.make_jaxpr(lambda x: eval_jaxpr(closed.jaxpr, closed.consts, x))(x)) "
+                   "for closed = jax.make_jaxpr(lambda v: jnp.sin(v) * 2.0)(x)  (literals stay "
+                   "literals)"),
+        _evaluated("lambda v: jnp.sin(v) * v", "jax.grad(lambda *a: run(closed.jaxpr, "
+                   "closed.consts, *a)[0])(*args)", [np.float32(0.5)],
+                   "jax.grad(lambda x: eval_jaxpr(closed.jaxpr, closed.consts, x)[0])(x) for "
+                   "closed = jax.make_jaxpr(lambda v: jnp.sin(v) * v)(x)"),
+        _printed("lambda x: jax.jit(lambda v: jnp.sin(v) * 2.0, inline=True)(x) + 1.0", "1.0",
+                 "  (an inlined jit is evaluated into the trace)"),
+    ],
+    "control flow runs on it": [
+        *[Run(f"lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x) for x = {x}",
+              "lambda x: lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x)", [np.float32(x)])
+          for x in (3.0, -2.0)],
+        Run("lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x)",
+            "lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x)",
+            [np.float32(1.5)]),
+        Run("lax.scan(lambda c, x: (c + x, c * x), 0.0, xs)",
+            "lambda xs: lax.scan(lambda c, x: (c + x, c * x), 0.0, xs)",
+            [_vector(1.0, 2.0, 3.0)]),
+        Run("jax.grad(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(x)",
+            "lambda x: jax.grad(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(x)",
+            [np.float32(0.5)]),
+    ],
+}
+
+
+@exercise("eval_jaxpr", points=3, remote=True, parts={"straight-line jaxprs": 1,
+                                                      "under transformations": 1,
+                                                      "control flow runs on it": 1})
+def check_eval_jaxpr(ns):
+    hint = ("an environment dict from Var to value, filled from constvars and consts, then "
+            "invars and args; for each equation, read its inputs (a Literal's value is "
+            "atom.val), bind: eqn.primitive.bind(*inputs, **eqn.params), store the results "
+            "(a list if eqn.primitive.multiple_results) under eqn.outvars; return the outvars "
+            "read the same way, as a list")
+    for name, programs in _EVAL_PROGRAMS.items():
+        with part(name):
+            expect_same_with_pieces(ns, {"eval_jaxpr": "eval_jaxpr"}, programs, hint=hint)
+
+
 # ---------------------------------------------------------------------------------------
 # Build it: dead-code elimination, the pass jit's lowering runs first
 # ---------------------------------------------------------------------------------------
@@ -346,7 +548,7 @@ def check_count_primitives(ns):
 
 @exercise("hoist_constants", points=2, remote=True)
 def check_hoist_constants(ns):
-    hint = ("closed = jax.make_jaxpr(f)(*args); return a function g(*values) that calls "
+    hint = ("closed = jax.make_jaxpr(f)(*args); return a function g(*values) that calls core."
             "eval_jaxpr(closed.jaxpr, values[:n], *values[n:]) with n = "
             "len(closed.jaxpr.constvars), and list(closed.consts)")
     cases = [
