@@ -95,8 +95,9 @@ def build_bundle(config: BundleConfig, checks_dir: Path, output: Path) -> list[s
         "autograder.json": (json.dumps(config.to_json(), indent=2) + "\n").encode(),
         f"exercises/checks/{checks.name}": checks.read_bytes(),
     }
-    for package in ("grader", "minijax"):
-        for path in sorted((_REPOSITORY / package).rglob("*.py")):
+    for package, pattern in (("grader", "*.py"), ("minijax", "*.py"), ("booktools", "*.py"),
+                             ("booktools", "data/*")):
+        for path in sorted((_REPOSITORY / package).rglob(pattern)):
             files[path.relative_to(_REPOSITORY).as_posix()] = path.read_bytes()
     with zipfile.ZipFile(output, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, data in files.items():

@@ -140,9 +140,26 @@ def _copy_back(args: tuple[Any, ...], after: Any) -> None:
         if isinstance(arg, np.ndarray) and isinstance(new, np.ndarray) and \
                 new.shape == arg.shape and new.dtype == arg.dtype:
             arg[...] = new
-        elif isinstance(arg, dict) and type(new) is dict and new != arg:
+        elif isinstance(arg, dict) and type(new) is dict and not _same_data(arg, new):
             arg.clear()
             arg.update(new)
+
+
+def _same_data(a: Any, b: Any) -> bool:
+    """Whether two values hold the same data: arrays of one type, shape and dtype with equal
+    elements (NaN equal to NaN), containers of one type with the same keys or length and the
+    same data in each place. Never ``a == b`` on arrays, whose truth value is ambiguous."""
+    if type(a) is not type(b):
+        return False
+    if hasattr(a, "shape") and hasattr(a, "dtype"):  # ndarray, NumPy scalar, minijax array
+        x, y = np.asarray(a), np.asarray(b)
+        return x.shape == y.shape and x.dtype == y.dtype and \
+            bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_data(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(map(_same_data, a, b))
+    return a == b
 
 
 def _forbidden() -> list[list[Any]]:

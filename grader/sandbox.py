@@ -7,7 +7,8 @@ learner code, and from then on it
 * reads and executes only beneath Python's own folders, the site-packages it imports from,
   the system's (``/usr``, ``/lib``, ``/etc``, ``/dev``, ``/sys``; of ``/proc`` its own entry and
   the machine's files, no other process's) and, of a course
-  checkout on its import path, only the ``grader`` and ``minijax`` packages: ``solutions/``, the
+  checkout on its import path, only the ``grader``, ``minijax`` and ``booktools`` packages (the
+  last holds the notebooks' helpers and data sets, no answers): ``solutions/``, the
   check modules, other notebooks and the rest of the repository cannot be opened, listed or
   imported (``PermissionError``);
 * writes only inside its own folder (and to ``/dev``'s devices such as ``/dev/null``): nothing
@@ -45,7 +46,7 @@ _SYSTEM_FOLDERS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", 
 #: Of ``/proc``, the worker reads its own folder and the machine's, never another process's.
 _PROC_FILES = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems")
 #: The packages of a course checkout the worker imports; the rest of the checkout stays closed.
-_COURSE_PACKAGES = ("grader", "minijax")
+_COURSE_PACKAGES = ("grader", "minijax", "booktools")
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -98,7 +99,8 @@ def restrict(own_folder: Path) -> bool:
 
 def readable_folders() -> list[Path]:
     """The folders the worker may read: the system's, Python's, and its import path's, where a
-    course checkout on that path contributes only its ``grader`` and ``minijax`` packages."""
+    course checkout on that path contributes only its ``grader``, ``minijax`` and ``booktools``
+    packages."""
     folders = [Path(p) for p in _SYSTEM_FOLDERS]
     folders += [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix,
                                   sys.base_exec_prefix}]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import linecache
 import os
 import sys
 import traceback
@@ -112,7 +113,11 @@ class Worker:
         return {"defined": True, "callable": callable(value), "type": type_name(value)}
 
     def run(self, source: str, number: int) -> Reply:
-        exec(compile(source, f"<cell {number}>", "exec"), self.ns)
+        # As IPython does, so that inspect.getsource finds a cell's functions (minijax.pieces
+        # reads a piece's source to tell an exercise's stub from the learner's code).
+        filename = f"<cell {number}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(compile(source, filename, "exec"), self.ns)
         return {"outcome": "ok"}
 
     def call(self, name: str, args: list[Any]) -> Reply:

@@ -434,6 +434,10 @@ def _unravel(tree: Any, axis: int, arr: Any, example: Any = None) -> Any:
     shape in place of that axis, cast like ``example`` (or like the leaf itself)."""
     leaves, treedef = tree_flatten(tree)
     axis %= arr.ndim
+    if arr.dtype == dtypes.float0:  # cotangents of integer inputs: zeros of their dtype
+        return tree_unflatten(treedef, [ad.zeros_like_aval(_aval(example).update(
+            shape=arr.shape[:axis] + _aval(leaf).shape + arr.shape[axis + 1:]))
+            for leaf in leaves])
     parts = slicing.split(arr, [np.int64(_aval(leaf).size) for leaf in leaves], axis)
     pieces = []
     for part, leaf in zip(parts, leaves):

@@ -216,7 +216,8 @@ eval_trace: Trace  # installed by minijax.runtime when it is imported
 
 
 def install_eval_trace(trace: Trace) -> None:
-    """Called once by ``minijax.runtime``: the trace that computes values eagerly."""
+    """Make ``trace`` the one that computes values eagerly: ``minijax.runtime`` installs
+    its own when it is imported, ``minijax.pieces`` a learner's ``EvalTrace``."""
     global eval_trace
     eval_trace = trace
 
@@ -270,6 +271,8 @@ class Tracer:
     __slots__ = ("_trace", "__weakref__")
     __array_priority__ = 1000
     kind_name = "Tracer"  # how JAX's error messages name this kind of tracer
+    # Conversions refused even when the value is known (see ``concrete_or_error``).
+    refused_conversions: frozenset[str] = frozenset()
 
     def __init__(self, trace: Trace) -> None:
         self._trace = trace
@@ -317,36 +320,26 @@ class Tracer:
         """The source line that made this value, and the user's stack frames then."""
         return "", ()
 
-    def _concrete(self, make_error: Callable[[str, str], Exception]) -> np.ndarray:
-        value = self.to_concrete_value()
-        if value is None:
-            raise make_error(self.aval.str_long(), self._context())
-        return value
-
     def __bool__(self) -> bool:
-        return bool(self._concrete(errors.TracerBoolConversionError))
+        return bool(concrete_or_error(self, "bool"))
 
     def __index__(self) -> int:
-        return int(self._concrete(errors.TracerIntegerConversionError))
+        return int(concrete_or_error(self, "index"))
 
     def __int__(self) -> int:
-        return int(self._concrete(_conversion_error("int")))
+        return int(concrete_or_error(self, "int"))
 
     def __float__(self) -> float:
-        return float(self._concrete(_conversion_error("float")))
+        return float(concrete_or_error(self, "float"))
 
     def __complex__(self) -> complex:
-        return complex(self._concrete(_conversion_error("complex")))
+        return complex(concrete_or_error(self, "complex"))
 
     def item(self, *args: Any) -> Any:
-        problem = "This occurred in the item() method of jax.Array"
-        return self._concrete(
-            lambda aval_str, context: errors.ConcretizationTypeError(aval_str, problem, context)
-        ).item(*args)
+        return concrete_or_error(self, "item").item(*args)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        value = self._concrete(errors.TracerArrayConversionError)
-        return np.asarray(value, dtype=dtype)
+        return np.asarray(concrete_or_error(self, "array"), dtype=dtype)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -364,13 +357,37 @@ class Tracer:
     __hash__ = None  # type: ignore[assignment]  # arrays are unhashable, as in JAX
 
 
-def _conversion_error(function: str) -> Callable[[str, str], Exception]:
-    problem = (
-        f"The problem arose with the `{function}` function. If trying to convert the data "
-        f"type of a value, try using `x.astype({function})` or `jnp.array(x, {function})` "
-        "instead."
-    )
-    return lambda aval_str, context: errors.ConcretizationTypeError(aval_str, problem, context)
+def concrete_or_error(tracer: Tracer, conversion: str) -> np.ndarray:
+    """The value of ``tracer`` as a NumPy array, for Python to convert; or JAX's error.
+
+    ``conversion`` is what Python asked for: ``"bool"`` (``if x:``), ``"index"``
+    (``range(x)``, ``a[x]`` on a list), ``"int"``, ``"float"``, ``"complex"``, ``"item"``
+    (``x.item()``) or ``"array"`` (``np.asarray(x)``). Every conversion method of
+    :class:`Tracer` comes here, so that a tracer whose value the trace does not know
+    (:meth:`Tracer.to_concrete_value` is None: the value exists only when the program
+    runs) fails with the error JAX raises for that conversion, naming the tracer's type
+    and (``tracer._context()``) the traced function and the arguments it depends on. A
+    kind of tracer may refuse some conversions even of a known value: a JVP tracer's
+    ``float(x)`` would drop its derivative (``refused_conversions``).
+    """
+    if conversion not in tracer.refused_conversions:
+        value = tracer.to_concrete_value()
+        if value is not None:
+            return value
+    aval, context = tracer.aval.str_long(), tracer._context()
+    if conversion == "bool":
+        raise errors.TracerBoolConversionError(aval, context)
+    if conversion == "index":
+        raise errors.TracerIntegerConversionError(aval, context)
+    if conversion == "array":
+        raise errors.TracerArrayConversionError(aval, context)
+    if conversion == "item":
+        problem = "This occurred in the item() method of jax.Array"
+    else:
+        problem = (f"The problem arose with the `{conversion}` function. If trying to convert "
+                   f"the data type of a value, try using `x.astype({conversion})` or "
+                   f"`jnp.array(x, {conversion})` instead.")
+    raise errors.ConcretizationTypeError(aval, problem, context)
 
 
 def check_valid_tracer(tracer: Tracer) -> None:

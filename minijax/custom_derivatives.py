@@ -498,12 +498,13 @@ lowering.lowering_rules[custom_lin_p] = _custom_lin_lowering
 # vmap: batching rules
 # ---------------------------------------------------------------------------------------
 # A batched call carries batched rules: a custom rule is written for one example, so the
-# batched rule runs it on batch tracers. Outputs (and residuals) come out batched along
-# their first axis, whichever rule computed them, so that the function and its rules agree.
+# batched rule runs it on batch tracers. As in JAX, an output is batched (along its first
+# axis) only if the function's output depends on a batched input; the rules' outputs are
+# laid out as the function's (their residuals all batched), so the three agree.
 
 
-def _leading(count: int) -> list[int]:
-    return [0] * count
+def _dims(batched: Sequence[bool]) -> list[int | None]:
+    return [0 if b else None for b in batched]
 
 
 def _joined(pair: tuple[list, list]) -> list[Any]:
@@ -517,8 +518,10 @@ def _batched(rule: _Rule, fun: Callable[..., Any]) -> _Rule:
 
 
 def _run_batched(fun: Callable[..., list[Any]], axis_data: batching.AxisData,
-                 args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
-    """``fun`` (flat in and out) on batches, its outputs batched along axis 0."""
+                 args: Sequence[Any], dims: Sequence[int | None],
+                 out_dims: Callable[[int], Sequence[int | None]]) -> list[Any]:
+    """``fun`` (flat in and out) on batches, its outputs batched along ``out_dims(n)``
+    (``n`` the number of outputs)."""
     count: list[int] = []
 
     def flat(*xs: Any) -> list[Any]:
@@ -526,60 +529,67 @@ def _run_batched(fun: Callable[..., list[Any]], axis_data: batching.AxisData,
         count.append(len(outs))
         return outs
 
-    return batching.batch_flat(flat, axis_data, args, dims, lambda: _leading(count[0]))[0]
+    return batching.batch_flat(flat, axis_data, args, dims, lambda: out_dims(count[0]))[0]
 
 
 def _batched_call(call_jaxpr: ClosedJaxpr, axis_data: batching.AxisData,
-                  dims: Sequence[int | None]) -> ClosedJaxpr:
-    out_dims = _leading(len(call_jaxpr.out_avals))
-    return batching.batch_jaxpr(call_jaxpr, axis_data, dims, out_dims)[0]
+                  dims: Sequence[int | None]) -> tuple[ClosedJaxpr, list[bool]]:
+    """The batched function, its batched outputs along axis 0, and which are batched."""
+    batched, found = batching.batch_jaxpr(call_jaxpr, axis_data, dims)
+    out_batched = [d is not None for d in found]
+    if any(d not in (None, 0) for d in found):
+        batched = batching.batch_jaxpr(call_jaxpr, axis_data, dims, _dims(out_batched))[0]
+    return batched, out_batched
 
 
 def _custom_jvp_call_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
                               call_jaxpr: ClosedJaxpr, jvp_jaxpr_fun: _Rule, num_consts: int,
-                              symbolic_zeros: bool) -> tuple[list[Any], list[int]]:
+                              symbolic_zeros: bool) -> tuple[list[Any], list[int | None]]:
     arg_dims = dims[num_consts:]
+    batched_call, out_batched = _batched_call(call_jaxpr, axis_data, dims)
 
     def jvp(primals: list, tangents: list) -> tuple[list, list]:
         """Tangents are laid out as their primals are (they are tangents of the batches)."""
         n = len(primals)
         outs = _run_batched(lambda *xs: _joined(jvp_jaxpr_fun(list(xs[:n]), list(xs[n:]))),
                             axis_data, [*primals, *map(instantiate, tangents)],
-                            [*arg_dims, *arg_dims])
+                            [*arg_dims, *arg_dims], lambda _: _dims(out_batched) * 2)
         return outs[:len(outs) // 2], outs[len(outs) // 2:]
 
-    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=_batched_call(call_jaxpr, axis_data, dims),
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched_call,
                                   jvp_jaxpr_fun=_batched(jvp_jaxpr_fun, jvp),
                                   num_consts=num_consts, symbolic_zeros=symbolic_zeros)
-    return outs, _leading(len(outs))
+    return outs, _dims(out_batched)
 
 
 def _custom_vjp_call_batching(axis_data: batching.AxisData, vals: list, dims: list, *,
                               call_jaxpr: ClosedJaxpr, fwd_jaxpr_thunk: _Rule, num_consts: int,
                               bwd: _Rule, out_trees: Callable, symbolic_zeros: bool
-                              ) -> tuple[list[Any], list[int]]:
+                              ) -> tuple[list[Any], list[int | None]]:
     arg_dims = dims[num_consts:]
-    num_outs = len(call_jaxpr.out_avals)
+    batched_call, out_batched = _batched_call(call_jaxpr, axis_data, dims)
+    out_dims = _dims(out_batched)
 
     def fwd(*primals: Any) -> tuple[list, list]:
+        """Outputs as the function's; residuals all batched (``bwd`` takes them so)."""
         outs = _run_batched(lambda *xs: _joined(fwd_jaxpr_thunk(*xs)), axis_data,
-                            primals, arg_dims)
-        return outs[:num_outs], outs[num_outs:]
+                            primals, arg_dims, lambda n: out_dims + [0] * (n - len(out_dims)))
+        return outs[:len(out_dims)], outs[len(out_dims):]
 
     def bwd_batched(residuals: list, cts: list) -> list[Any]:
         """Cotangents of the batches; an unbatched argument's is summed over the batch."""
         n = len(residuals)
         cts_in, ct_dims = batching.batch_flat(lambda *xs: bwd(list(xs[:n]), list(xs[n:])),
                                               axis_data, [*residuals, *cts],
-                                              _leading(n + len(cts)))
+                                              [0] * n + out_dims)
         return [_match_cotangent(axis_data, ct, src, dst)
                 for ct, src, dst in zip(cts_in, ct_dims, arg_dims)]
 
-    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=_batched_call(call_jaxpr, axis_data, dims),
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched_call,
                                   fwd_jaxpr_thunk=_batched(fwd_jaxpr_thunk, fwd),
                                   num_consts=num_consts, bwd=_batched(bwd, bwd_batched),
                                   out_trees=out_trees, symbolic_zeros=symbolic_zeros)
-    return outs, _leading(len(outs))
+    return outs, out_dims
 
 
 def _match_cotangent(axis_data: batching.AxisData, ct: Any, src: int | None, dst: int | None

@@ -25,9 +25,12 @@ jaxprs, compiled executables) are told to forget (:func:`minijax.flags.on_pieces
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
+import inspect
 import sys
+import textwrap
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -85,10 +88,21 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
           "eval_jaxpr(jaxpr, consts, *args) -> the outputs' values"),
     Piece("dce_jaxpr", "06", "minijax.interpreters.partial_eval", "dce_jaxpr",
           "dce_jaxpr(closed, used_outputs, instantiate=False) -> (jaxpr, used inputs)"),
+    Piece("cache_key", "07", "minijax.compiler.jit", "cache_key",
+          "cache_key(in_tree, avals, statics, context) -> the hashable key of a signature"),
+    Piece("cached", "07", "minijax.compiler.jit", "cached",
+          "cached(cache, key, make_entry) -> the entry for key, made and stored on a miss"),
     Piece("lowering_rules", "07", "minijax.compiler.lowering", "lowering_rules",
           "{primitive: rule(ctx, *operands, **params) -> StableHLO values}", table=True),
+    Piece("common_subexpression_elimination", "07", "minijax.compiler.passes",
+          "common_subexpression_elimination",
+          "common_subexpression_elimination(module) -> module: a mini-XLA pass"),
+    Piece("dead_code_elimination", "07", "minijax.compiler.passes", "dead_code_elimination",
+          "dead_code_elimination(module) -> module: a mini-XLA pass"),
     Piece("generate", "07", "minijax.compiler.numpy_backend", "generate",
           "generate(module) -> (Python source, namespace): the mini-XLA's code generator"),
+    Piece("concrete_or_error", "08", "minijax.core", "concrete_or_error",
+          "concrete_or_error(tracer, conversion) -> the known value, or JAX's conversion error"),
     Piece("BatchTrace", "09", "minijax.interpreters.batching", "BatchTrace",
           "the batching trace: BatchTrace(parent, axis_data), process_primitive"),
     Piece("batching_rules", "09", "minijax.interpreters.batching", "batching_rules",
@@ -144,6 +158,35 @@ def installed() -> list[str]:
     return list(_saved)
 
 
+def is_stub(implementation: Any) -> bool:
+    """Whether a learner's piece is still an exercise's stub: a function whose body (after
+    its docstring) only raises ``NotImplementedError``, a class with such a method of its
+    own, or a rule table holding such a rule. Installing one would break everything built
+    on the piece, so :func:`install` refuses it. (The source comes from ``inspect``, which
+    finds a notebook cell's code; where there is none, the piece counts as written.)"""
+    if isinstance(implementation, Mapping):
+        return any(is_stub(rule) for rule in implementation.values())
+    if isinstance(implementation, type):
+        return any(is_stub(method) for method in vars(implementation).values()
+                   if inspect.isfunction(method))
+    if not inspect.isfunction(implementation):
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(implementation)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    function = tree.body[0] if tree.body else None
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+
+
 def _rebind(old: Any, new: Any) -> None:
     """Point every minijax module global that is ``old`` at ``new``."""
     for module_name, module in list(sys.modules.items()):
@@ -163,6 +206,13 @@ def install(name: str, implementation: Any) -> None:
     """
     piece = _piece(name)
     owner, attribute = _owner(piece)
+    if is_stub(implementation):
+        stubs = ([rule for rule in implementation.values() if is_stub(rule)]
+                 if isinstance(implementation, Mapping) else [implementation])
+        raise NotImplementedError(
+            f"{getattr(stubs[0], '__name__', name)} is still the exercise's stub (its code "
+            f"only raises NotImplementedError): write it and run its cell first; minijax's "
+            f"own {name} stays in place")
     if piece.table:
         if not isinstance(implementation, Mapping):
             raise TypeError(f"the piece {name!r} is a rule table: install a dict "
@@ -185,8 +235,11 @@ def _replace(owner: Any, attribute: str, present: Any, new: Any) -> None:
     else:
         _rebind(present, new)
     if owner is sys.modules.get("minijax.runtime") and attribute == "EvalTrace":
+        # The trace instance is what ``bind`` finds: a fresh one of the learner's class,
+        # and the runtime's own instance again when its class comes back.
         from minijax import core
-        core.install_eval_trace(new())
+        own = owner.eval_trace
+        core.install_eval_trace(own if type(own) is new else new())
 
 
 def reset(name: str | None = None) -> None:

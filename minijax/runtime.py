@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes, errors
+from minijax import core, dtypes, errors, flags
 from minijax.array import Array, is_jax_value
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 from minijax.dtypes import ExtendedDType
@@ -499,6 +499,7 @@ def _as_array(x: Any) -> Array:
 
 
 _shape_rules_seen: dict[tuple, Any] = {}
+flags.on_pieces_change(_shape_rules_seen.clear)  # a piece may change what a rule answers
 
 
 def _shape_rule(primitive: Primitive, avals: tuple[ShapedArray, ...], params: dict) -> Any:
@@ -557,4 +558,5 @@ class EvalTrace(Trace):
         return outs
 
 
-core.install_eval_trace(EvalTrace())
+eval_trace = EvalTrace()
+core.install_eval_trace(eval_trace)

@@ -2,7 +2,9 @@
 
 Most exercises build a piece of the batching machinery: a helper that moves a batch axis,
 the batching rules of ``mul``, ``reduce_sum`` and ``dot_general`` in minijax's own rule
-interface, and a batching trace of the learner's own with a ``my_vmap`` on top of it. A rule
+interface, and a batching trace of the learner's own (installed as minijax's ``BatchTrace``
+for the check, so that ``jax.vmap`` of small programs runs on it and must give what it gives on
+minijax's own, see :mod:`grader.pieces`) with a ``my_vmap`` on top of it. A rule
 is checked twice: called directly, its result moved to the batch axis it reports must hold,
 example by example, what the primitive computes on that example (a loop, with minijax's own
 eager primitive); and installed in ``batching.batching_rules`` for the duration of the check
@@ -38,10 +40,12 @@ from grader.checks import (
     expect_dtype,
     expect_equal,
     learner_function,
+    part,
     probe,
     reported,
     show,
 )
+from grader.pieces import Program, expect_same_with_pieces
 from grader.plain import FunctionSource
 from minijax import lax
 
@@ -353,13 +357,63 @@ def check_dot_general_batching_rule(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 5: a batching trace of your own, and my_vmap
+# Exercise 5: a batching trace of your own, installed as minijax's
+# ---------------------------------------------------------------------------------------
+
+#: (how the program is shown, its source, its arguments): run by ``jax.vmap`` with the
+#: learner's trace installed as minijax's ``BatchTrace``, and with minijax's own.
+_TRACE_PROGRAMS = [
+    ("jax.vmap(lambda x: jnp.sin(x) * 2.0 + x)(xs)",
+     "lambda xs: jax.vmap(lambda x: jnp.sin(x) * 2.0 + x)(xs)", (data(5, 4),)),
+    ("jax.vmap(lambda W, x: jnp.tanh(W @ x), in_axes=(None, 0))(W, xs)",
+     "lambda W, xs: jax.vmap(lambda W, x: jnp.tanh(W @ x), in_axes=(None, 0))(W, xs)",
+     (data(3, 4), data(5, 4))),
+    ("jax.vmap(lambda x: jnp.sum(x ** 2), in_axes=1)(xs)",
+     "lambda xs: jax.vmap(lambda x: jnp.sum(x ** 2), in_axes=1)(xs)", (data(4, 5),)),
+    ("jax.vmap(lambda x, c: c * 2.0, in_axes=(0, None))(xs, c)  # an unbatched result",
+     "lambda xs, c: jax.vmap(lambda x, c: c * 2.0, in_axes=(0, None))(xs, c)",
+     (data(5, 2), data(3))),
+    ("jax.vmap(lambda x: (jnp.max(x), x[::-1]))(xs)  # two results",
+     "lambda xs: jax.vmap(lambda x: (jnp.max(x), x[::-1]))(xs)", (data(4, 3),)),
+    ("jax.vmap(jax.vmap(lambda p, q: jnp.sum((p - q) ** 2), in_axes=(None, 0)), "
+     "in_axes=(0, None))(ps, qs)",
+     "lambda ps, qs: jax.vmap(jax.vmap(lambda p, q: jnp.sum((p - q) ** 2), "
+     "in_axes=(None, 0)), in_axes=(0, None))(ps, qs)", (data(4, 2), data(3, 2))),
+    ("jax.vmap(jax.grad(lambda x: jnp.sum(jnp.sin(x) * x)))(xs)",
+     "lambda xs: jax.vmap(jax.grad(lambda x: jnp.sum(jnp.sin(x) * x)))(xs)", (data(5, 3),)),
+    ("jax.jit(jax.vmap(lambda x: x @ x))(xs)",
+     "lambda xs: jax.jit(jax.vmap(lambda x: x @ x))(xs)", (data(6, 2),)),
+    ("jax.grad(lambda xs: jnp.sum(jax.vmap(jnp.cos)(xs)))(xs)",
+     "lambda xs: jax.grad(lambda xs: jnp.sum(jax.vmap(jnp.cos)(xs)))(xs)", (data(3, 2),)),
+]
+
+
+@exercise("batch_trace", points=2, remote=True,
+          parts={"one primitive at a time": 1, "composed with vmap, grad and jit": 1})
+def check_batch_trace(ns):
+    hint = ("to_batch_info(x) gives (x.val, x.bdim) for a tracer of this very trace and (x, "
+            "None) for anything else; process_primitive binds under the parent trace when "
+            "no dim is an int and otherwise calls batching.batching_rules[primitive] there, "
+            "then boxes each result (box(val, None) is val itself)")
+    for name in ("MyBatchTracer", "MyBatchTrace"):
+        if name not in ns:
+            raise CheckFailed(f"{name} is not defined: did you run its cell?")
+    programs = [Program(*case) for case in _TRACE_PROGRAMS]
+    for title, chosen in (("one primitive at a time", programs[:5]),
+                          ("composed with vmap, grad and jit", programs[5:])):
+        with part(title):
+            expect_same_with_pieces(ns, {"BatchTrace": "MyBatchTrace"}, chosen, hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 6: my_vmap, on your trace
 # ---------------------------------------------------------------------------------------
 
 #: Runs in the learner's process: what the function given to ``my_vmap`` receives.
 _OBSERVE_TRACER = """def observe_tracer(ns, xs):
     core = __import__("minijax.core", fromlist=["core"])
     batching = __import__("minijax.interpreters.batching", fromlist=["batching"])
+    pieces = __import__("minijax.pieces", fromlist=["pieces"])  # BatchTrace may be yours
     seen = []
 
     def f(x):
@@ -373,7 +427,7 @@ _OBSERVE_TRACER = """def observe_tracer(ns, xs):
     trace = getattr(x, "_trace", None)
     return {"called": True, "kind": type(x).__name__, "tracer": isinstance(x, core.Tracer),
             "minijax": isinstance(x, batching.BatchTracer)
-            or isinstance(trace, batching.BatchTrace),
+            or isinstance(trace, pieces.reference("BatchTrace")),
             "trace": isinstance(trace, core.Trace), "aval": str(getattr(x, "aval", None))}
 """
 
@@ -402,16 +456,14 @@ _MY_VMAP_CASES = [
 ]
 
 
-@exercise("my_vmap", points=4, remote=True,
+@exercise("my_vmap", points=2, remote=True,
           replaces=("minijax.vmap", "minijax.interpreters.batching.batch_flat",
                     "minijax.interpreters.batching.batch_jaxpr"))
 def check_my_vmap(ns):
-    hint = ("process_primitive splits each argument into (value, batch dim) -- None for "
-            "anything that is not one of this trace's tracers -- binds the primitive on the "
-            "values under the parent trace if no dim is an int, and otherwise calls "
-            "batching.batching_rules[primitive](axis_data, vals, dims, **params) under the "
-            "parent trace and wraps the result; my_vmap moves the output's batch axis to the "
-            "front (move_to_front) and broadcasts an unbatched output")
+    hint = ("my_vmap makes MyBatchTrace(core.current_trace(), batching.AxisData(None, "
+            "size)), boxes each mapped argument, runs f once with the trace current, and "
+            "moves the output's batch axis to the front (move_to_front), which also "
+            "broadcasts an unbatched output")
     for shown, transform, args in _MY_VMAP_CASES:
         got = call_transformed(ns, transform, "my_vmap", *args, shown=shown, hint=hint)
         want = eval(transform, dict(_SCOPE))(jax.vmap)(*args)
@@ -433,7 +485,7 @@ def check_my_vmap(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 6: per-example gradients
+# Exercise 7: per-example gradients
 # ---------------------------------------------------------------------------------------
 
 
@@ -477,7 +529,7 @@ def check_per_example_grads(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 7: a batched cond is a select
+# Exercise 8: a batched cond is a select
 # ---------------------------------------------------------------------------------------
 
 _COND_CASES = [
@@ -519,7 +571,7 @@ def check_batched_cond(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 8: per-example random keys
+# Exercise 9: per-example random keys
 # ---------------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from minijax import flags
 from minijax.core import Primitive
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, Literal, has_effects, jaxprs_in_params
 from minijax.lax.control_flow import loops
@@ -31,6 +32,8 @@ MAX_PROGRAMS = 256
 _programs: OrderedDict[Any, Callable[..., Any]] = OrderedDict()
 # False: interpret eager loops as loops.py does (the reference tests compare with).
 enabled = True
+# A compiled loop holds what the pieces in force made of it: a change of piece drops them.
+flags.on_pieces_change(_programs.clear)
 
 
 class _Same:

@@ -33,7 +33,7 @@ import inspect
 import types
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from minijax import core, tracing
@@ -43,7 +43,7 @@ from minijax.compiler.dispatch import CacheEntry, dispatch
 from minijax.compiler.jit_primitive import jit_p, tracer_consts_as_inputs
 from minijax.core import ShapedArray, Tracer
 from minijax.errors import check_callable
-from minijax.flags import config
+from minijax.flags import config, on_pieces_change
 from minijax.interpreters import batching
 from minijax.jaxpr import eval_closed_jaxpr
 from minijax.shape_dtype import abstractify
@@ -129,6 +129,13 @@ _read_config()
 config.on_change(_read_config)
 
 
+class _Cache(dict):
+    """A signature -> entry dictionary that :func:`_forget_traces` can find and empty."""
+
+    __slots__ = ("__weakref__",)
+
+
+_all_caches: weakref.WeakValueDictionary[int, _Cache] = weakref.WeakValueDictionary()
 _shared_caches: weakref.WeakKeyDictionary[Callable, dict[tuple, tuple[dict, dict]]] = \
     weakref.WeakKeyDictionary()
 
@@ -138,8 +145,53 @@ def _caches(fun: Callable, options: tuple) -> tuple[dict, dict]:
     try:
         by_options = _shared_caches.setdefault(fun, {})
     except TypeError:  # a callable that cannot be weakly referenced: its own caches
-        return {}, {}
-    return by_options.setdefault(options, ({}, {}))
+        by_options = {}
+    if options not in by_options:
+        by_options[options] = (_Cache(), _Cache())
+        _all_caches.update((id(c), c) for c in by_options[options])
+    return by_options[options]
+
+
+def cache_key(in_tree: PyTreeDef, avals: Sequence[ShapedArray], statics: tuple,
+              context: tuple) -> Hashable:
+    """What a call's signature is keyed by: two calls with equal keys share one trace.
+
+    ``in_tree`` is the structure of the dynamic arguments, ``avals`` their leaves' types
+    (shape, dtype, weak type), ``statics`` the static arguments as (position or name, type,
+    value), and ``context`` what else a trace depends on: the flags that change tracing
+    and the axis names vmap has bound (``psum(1, "i")`` is the size of ``"i"``, fixed in
+    the trace). Whatever the function's jaxpr depends on must be in the key; anything
+    more only retraces for nothing.
+    """
+    return (in_tree, *avals, statics, context)
+
+
+def cached(cache: dict, key: Hashable, make_entry: Callable[[], CacheEntry]) -> CacheEntry:
+    """The entry ``cache`` holds for ``key``; on a miss, ``make_entry()`` (which traces the
+    function) and remember it under ``key``."""
+    entry = cache.get(key)
+    if entry is None:
+        entry = cache[key] = make_entry()
+    return entry
+
+
+_REFERENCE_CACHE = (cache_key, cached)
+# The fast path of ``Jitted.__call__`` keys calls on arrays by their types alone, which
+# is what the reference key means. Its cache is filled only while the reference key and
+# cache are installed: with a learner's, every call takes the general path, so that what
+# the learner's key decides is what happens.
+_fast_path = True
+
+
+def _forget_traces() -> None:
+    """A piece was installed or reset: no trace made with the previous ones is served."""
+    global _fast_path
+    for cache in list(_all_caches.values()):
+        cache.clear()
+    _fast_path = (cache_key, cached) == _REFERENCE_CACHE
+
+
+on_pieces_change(_forget_traces)
 
 
 class Jitted:
@@ -231,21 +283,25 @@ class Jitted:
         static_args, static_kwargs, dynamic, dynamic_kwargs = self._split(args, kwargs)
         leaves, treedef = tree_flatten((dynamic, dynamic_kwargs))
         avals = self._avals(leaves, args, kwargs)
-        # The names (and sizes) vmap binds are part of the signature: psum(1, "i") is
-        # the size of axis "i", fixed in the trace, and "i" unbound is an error.
-        key = (treedef, *avals, _config_state, static_args, static_kwargs,
-               batching.axis_env())
-        entry = self._cache.get(key)
-        if entry is not None:
+        key = cache_key(treedef, avals, static_args + static_kwargs,
+                        (_config_state, batching.axis_env()))
+        traced: list[list[Any]] = []  # the captured tracers of a trace made now
+
+        def make_entry() -> CacheEntry:
+            entry, consts = self._trace(args, kwargs, avals, dynamic, dynamic_kwargs)
+            traced.append(consts)
+            return entry
+
+        entry = cached(self._cache, key, make_entry)
+        if not traced:
             return entry, leaves, []
-        entry, consts = self._trace(args, kwargs, avals, dynamic, dynamic_kwargs)
-        if not consts:  # a trace that captured outer tracers belongs to that trace only
-            self._cache[key] = entry
-            if not kwargs and all(type(a) is Array for a in args):
-                self._fast_cache[(_config_state, *avals)] = entry
-            elif not kwargs and all(type(leaf) is Array for leaf in leaves):
-                self._fast_cache[(tree_flatten(args)[1], _config_state, *avals)] = entry
-        return entry, leaves, consts
+        if traced[0]:  # a trace that captured outer tracers belongs to that trace only
+            self._cache.pop(key, None)
+        elif _fast_path and not kwargs and all(type(leaf) is Array for leaf in leaves):
+            # The fast path's key: the arrays' types, and their tree unless they are flat.
+            tree = () if all(type(a) is Array for a in args) else (tree_flatten(args)[1],)
+            self._fast_cache[(*tree, _config_state, *avals)] = entry
+        return entry, leaves, traced[0]
 
     def _avals(self, leaves: list[Any], args: tuple, kwargs: dict) -> list[ShapedArray]:
         """The leaves' types; a leaf that is no array is reported by its argument's name."""
@@ -374,4 +430,4 @@ def _check_backend(backend: str) -> None:
         raise RuntimeError(f"Unknown backend {backend}. Available backends are ['cpu']")
 
 
-__all__ = ["Jitted", "jit", "jit_p"]
+__all__ = ["Jitted", "cache_key", "cached", "jit", "jit_p"]

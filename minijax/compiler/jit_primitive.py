@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from minijax import core
+from minijax import core, flags
 from minijax import pretty_printer as pp
 from minijax.compiler import lowering
 from minijax.core import Primitive, ShapedArray, Tracer
@@ -134,6 +134,16 @@ def _memoized(body: ClosedJaxpr, key: tuple, derive: Callable[[], T]) -> T:
                    for c in j.consts):
             table[key] = result
     return result
+
+
+def _forget_derived() -> None:
+    """A piece was installed or reset: derived bodies and compiled programs made with the
+    previous pieces (a JVP rule, a lowering rule, ...) are made again."""
+    _derived.clear()
+    _executables.clear()
+
+
+flags.on_pieces_change(_forget_derived)
 
 
 def _bind_derived(body: ClosedJaxpr, args: Sequence[Any], params: dict[str, Any],

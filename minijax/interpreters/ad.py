@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes, errors
+from minijax import core, dtypes
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 from minijax.jaxpr import ClosedJaxpr, consts_as_inputs, eval_closed_jaxpr
@@ -139,15 +139,8 @@ class JVPTracer(Tracer):
 
     # ``if x > 0``, ``int(x)`` and ``x.item()`` may read the primal, but a float, a complex
     # or a NumPy array made from it would carry on without its derivative (a silent zero):
-    # JAX refuses those conversions, and so does minijax.
-    def __float__(self) -> float:
-        raise core._conversion_error("float")(self.aval.str_long(), self._context())
-
-    def __complex__(self) -> complex:
-        raise core._conversion_error("complex")(self.aval.str_long(), self._context())
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise errors.TracerArrayConversionError(self.aval.str_long(), self._context())
+    # JAX refuses those conversions, and so does minijax (``core.concrete_or_error``).
+    refused_conversions = frozenset({"float", "complex", "array"})
 
     def __repr__(self) -> str:
         if isinstance(self.tangent, Tracer) and self.tangent.to_concrete_value() is None:

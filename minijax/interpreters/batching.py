@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from minijax import core, jaxpr, tracing
+from minijax import core, dtypes, jaxpr, tracing
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 
 not_mapped = None  # the batch dimension of a value that is the same for every example
@@ -142,6 +142,8 @@ def broadcast(x: Any, size: int, axis: int) -> Any:
     """``x`` repeated ``size`` times along a new axis at position ``axis``."""
     shape = list(_shape(x))
     shape.insert(axis, size)
+    if getattr(x, "dtype", None) == dtypes.float0:  # an integer's cotangent: no values
+        return np.zeros(shape, dtypes.float0)
     dims = tuple(np.delete(np.arange(len(shape)), axis))  # NumPy ints, printed as in JAX
     return _structural_ops["broadcast_in_dim"](x, shape, dims)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import Any
 
-from minijax import core
+from minijax import core, flags
 from minijax.core import Primitive, Trace
 from minijax.jaxpr import (
     ClosedJaxpr,
@@ -64,8 +64,9 @@ class PartialEvalTrace(JaxprTrace):
         return super().process_primitive(primitive, args, params)
 
     def record(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
-        """Record ``primitive`` as an equation whatever its inputs (for partial-eval rules)."""
-        return JaxprTrace.process_primitive(self, primitive, tuple(args), params)
+        """Record ``primitive`` as an equation whatever its inputs (for partial-eval rules).
+        (``super()``: the base class, even while a learner's ``JaxprTrace`` is installed.)"""
+        return super().process_primitive(primitive, tuple(args), params)
 
 
 # ---------------------------------------------------------------------------------------
@@ -85,6 +86,7 @@ dce_rules: dict[Primitive, Callable[[JaxprEqn, list[bool]], JaxprEqn]] = {}
 # into one object, so lowering still emits a single function for both calls.
 _dce_memo: weakref.WeakKeyDictionary[ClosedJaxpr, dict[tuple, tuple[ClosedJaxpr, tuple]]] = \
     weakref.WeakKeyDictionary()
+flags.on_pieces_change(_dce_memo.clear)  # a nested body may have been cut by a learner's DCE
 
 
 def dce_jaxpr(closed: ClosedJaxpr, used_outputs: bool | Sequence[bool],

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from minijax import dtypes
+from minijax import dtypes, flags
 from minijax.array import Array
 from minijax.compiler import lowering
 from minijax.compiler.lowering import RuleContext, register
@@ -385,7 +385,7 @@ def _split_rule(x: ShapedArray, sizes: tuple[int, ...], axis: int) -> list[Shape
         )
     if any(s < 0 for s in sizes):
         raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
-    shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
+    shapes = [x.shape[:axis] + (int(s),) + x.shape[axis + 1:] for s in sizes]
     return [ShapedArray(s, x.dtype, x.weak_type) for s in shapes]
 
 
@@ -1172,6 +1172,9 @@ def _combiner_jaxpr(combine: Callable, dtype: np.dtype) -> Jaxpr:
 
     scalar = ShapedArray((), dtype)
     return trace_to_jaxpr(lambda old, new: [combine(old, new)], [scalar, scalar]).jaxpr
+
+
+flags.on_pieces_change(_combiner_jaxpr.cache_clear)  # traced with the JaxprTrace in force
 
 
 def _bind_scatter(prim: Primitive, operand_: Any, scatter_indices: Any, updates: Any,

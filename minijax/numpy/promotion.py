@@ -12,14 +12,16 @@ Scalars (rank 0) skip step 2: every ``lax`` elementwise primitive accepts them a
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from minijax import dtypes, lax
+from minijax import dtypes, lax, tracing
 from minijax.array import Array
 from minijax.core import Tracer
-from minijax.flags import config
+from minijax.flags import config, on_pieces_change
 
 _INEXACT = frozenset(np.dtype(t) for t in (dtypes.float16, dtypes.bfloat16, dtypes.float32,
                                             dtypes.float64, dtypes.complex64, dtypes.complex128))
@@ -42,6 +44,7 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
 
 
 _result_types: dict[tuple, tuple[np.dtype, bool]] = {}
+on_pieces_change(_result_types.clear)  # the promotion join is a piece
 
 
 def _promotion_key(x: Any) -> Any:
@@ -95,7 +98,7 @@ def promote_shapes(fun_name: str, *args: Any) -> list[Any]:
     ranks = [a.ndim if type(a) is Array or isinstance(a, Tracer) else np.ndim(a) for a in args]
     top = max(ranks, default=0)
     if any(rank not in (0, top) for rank in ranks):
-        _check_broadcastable([np.shape(a) for a in args])
+        broadcast_shapes_checked([np.shape(a) for a in args])
     out = []
     for arg, rank in zip(args, ranks):
         if rank == top or rank == 0:
@@ -107,11 +110,45 @@ def promote_shapes(fun_name: str, *args: Any) -> list[Any]:
     return out
 
 
-def _check_broadcastable(shapes: list[tuple[int, ...]]) -> None:
-    """NumPy's broadcasting rule, checked before lax sees operands of one rank (whose
-    own TypeError would show the shapes already padded with ones)."""
+def one_example_errors(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """``fun`` (an elementwise ``jnp`` function), failing as JAX's does under ``vmap``.
+
+    JAX jits its ``jnp`` functions, so it traces them at their arguments' types, which
+    under ``vmap`` are the types of one example: ``vmap(add)`` of ``(5, 3)`` and
+    ``(5, 4)`` batches fails naming ``(3,), (4,)``. minijax runs them on the batch
+    directly, where a batching rule's error would name the batch's shapes; so when
+    ``fun`` fails on tracers, it is traced once more at their types (one example's), and
+    the error of that trace is raised instead. Calls that succeed pay nothing.
+    """
+    @functools.wraps(fun)
+    def checked(*args: Any) -> Any:
+        try:
+            return fun(*args)
+        except (TypeError, ValueError):
+            positions = [i for i, a in enumerate(args) if isinstance(a, Tracer)]
+            if not positions:
+                raise
+
+            def at_one_example(*tracers: Any) -> list[Any]:
+                full = list(args)
+                for i, tracer in zip(positions, tracers):
+                    full[i] = tracer
+                return [fun(*full)]
+
+            try:
+                tracing.trace_to_jaxpr(at_one_example, [args[i].aval for i in positions])
+            except (TypeError, ValueError) as error:
+                raise error from None
+            raise
+
+    return checked
+
+
+def broadcast_shapes_checked(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """NumPy's broadcasting rule with JAX's error; checked before lax sees operands of
+    one rank (whose own TypeError would show the shapes already padded with ones)."""
     try:
-        np.broadcast_shapes(*shapes)
+        return np.broadcast_shapes(*shapes)
     except ValueError:
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 

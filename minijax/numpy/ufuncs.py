@@ -24,8 +24,10 @@ from minijax.custom_derivatives import custom_jvp
 from minijax.interpreters import ad
 from minijax.lax import reductions
 from minijax.numpy.promotion import (
+    broadcast_shapes_checked,
     broadcast_to,
     check_arraylike,
+    one_example_errors,
     promote_args,
     promote_args_inexact,
     promote_dtypes,
@@ -52,7 +54,7 @@ def _binary(lax_fn: Callable, name: str, inexact: bool = False) -> Callable[[Any
 
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = f"Elementwise ``{name}``, like ``numpy.{name}``, via ``lax.{lax_fn.__name__}``."
-    return ufunc
+    return one_example_errors(ufunc)
 
 
 def _is_int_or_bool(x: Any) -> bool:
@@ -63,12 +65,14 @@ def _is_int_or_bool(x: Any) -> bool:
 subtract = _binary(lax.sub, "subtract")
 
 
+@one_example_errors
 def add(x: Any, y: Any, /) -> Any:
     """x + y; for booleans, logical or (as in NumPy)."""
     x, y = promote_args("add", x, y)
     return lax.bitwise_or(x, y) if x.dtype == np.bool_ else lax.add(x, y)
 
 
+@one_example_errors
 def multiply(x: Any, y: Any, /) -> Any:
     """x * y; for booleans, logical and (as in NumPy)."""
     x, y = promote_args("multiply", x, y)
@@ -87,6 +91,7 @@ bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
 bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
 
 
+@one_example_errors
 def left_shift(x: Any, y: Any, /) -> Any:
     """x << y (booleans are shifted as int32)."""
     x, y = _promote_for_division("left_shift", x, y)
@@ -111,7 +116,7 @@ def _ordering(lax_fn: Callable, name: str) -> Callable[[Any, Any], Any]:
 
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = f"Elementwise ``{name}``, like ``numpy.{name}``, via ``lax.{lax_fn.__name__}``."
-    return ufunc
+    return one_example_errors(ufunc)
 
 
 less = _ordering(lax.lt, "less")
@@ -129,6 +134,7 @@ def positive(x: Any, /) -> Any:
     return promote_args("positive", x)[0]
 
 
+@one_example_errors
 def right_shift(x: Any, y: Any, /) -> Any:
     """x >> y: arithmetic for signed integers, logical for unsigned ones (booleans are
     shifted as int32)."""
@@ -228,6 +234,7 @@ def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:
     return _float_divmod(x, y)
 
 
+@one_example_errors
 def power(x: Any, y: Any, /) -> Any:
     """x ** y. A Python int exponent becomes ``integer_pow`` (a parameter, not an input)."""
     check_arraylike("power", x, y)
@@ -265,6 +272,7 @@ def _integer_power(x: Any, y: Any) -> Any:
 pow = power
 
 
+@one_example_errors
 def float_power(x: Any, y: Any, /) -> Any:
     x, y = promote_args_inexact("float_power", x, y)
     return lax.pow(x, y)
@@ -446,6 +454,7 @@ def hypot(x: Any, y: Any, /) -> Any:
     return where(either_inf, inf, out)
 
 
+@one_example_errors
 def logaddexp(x1: Any, x2: Any, /) -> Any:
     """log(exp(x1) + exp(x2)), computed without overflow."""
     return _logaddexp(*promote_args_inexact("logaddexp", x1, x2))
@@ -608,6 +617,7 @@ def lcm(x1: Any, x2: Any, /) -> Any:
                  lax.mul(x1, floor_divide(x2, divisor)))
 
 
+@one_example_errors
 def ldexp(x1: Any, x2: Any, /) -> Any:
     """x1 · 2**x2 for an integer x2."""
     check_arraylike("ldexp", x1, x2)
@@ -813,7 +823,7 @@ def _where(condition: Any, x: Any, y: Any) -> Any:
     condition = lax.ne(condition, _zero(condition)) if dtypes.dtype(condition) != np.bool_ \
         else condition
     x, y = promote_dtypes(x, y)
-    shape = np.broadcast_shapes(np.shape(condition), np.shape(x), np.shape(y))
+    shape = broadcast_shapes_checked([np.shape(condition), np.shape(x), np.shape(y)])
     if np.ndim(condition):  # select_n takes a scalar condition as it is
         condition = _broadcast_if_needed(condition, shape)
     x, y = (_broadcast_if_needed(a, shape) for a in (x, y))

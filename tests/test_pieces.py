@@ -1,0 +1,297 @@
+"""The learner's plug (``minijax.pieces``): every piece, once installed, is what the public
+API runs; reset brings back the very same reference objects; caches forget what the
+previous pieces made; a deliberately broken piece (a cache key that ignores dtypes) is
+observable."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import minijax as jax
+import minijax.numpy as jnp
+from minijax import core, lax, pieces
+from minijax.compiler import jit as jit_module
+
+X = jnp.float32(0.5)
+V = jnp.arange(3.0)
+
+
+def _sin(x):
+    return jnp.sin(x)
+
+
+def _bool_of_tracer():
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(lambda x: x if x > 0 else -x)(X)
+
+
+# For each piece: a program of the public API that must go through it, and for a rule
+# table the primitive whose rule is wrapped.
+PROGRAMS: dict[str, tuple[Callable[[], Any], Any]] = {
+    "bind": (lambda: jnp.sin(X), None),
+    "EvalTrace": (lambda: jnp.sin(X), None),
+    "least_upper_bound": (lambda: jnp.ones(2, jnp.int8) + jnp.ones(2, jnp.uint8), None),
+    "fori_loop": (lambda: jax.lax.fori_loop(0, 3, lambda i, c: c * 2, X), None),
+    "JVPTrace": (lambda: jax.jvp(_sin, (X,), (X,)), None),
+    "jvp_rules": (lambda: jax.grad(_sin)(X), lax.sin_p),
+    "jvp": (lambda: jax.jacfwd(_sin)(X), None),
+    "jacfwd": (lambda: jax.hessian(_sin)(X), None),
+    "linearize_flat": (lambda: jax.grad(_sin)(X), None),
+    "transpose_rules": (lambda: jax.grad(lambda x: jnp.sin(x) * 2.0)(X), lax.mul_p),
+    "backward_pass": (lambda: jax.grad(_sin)(X), None),
+    "vjp": (lambda: jax.grad(_sin)(X), None),
+    "grad": (lambda: jax.grad(_sin)(X), None),
+    "value_and_grad": (lambda: jax.grad(_sin)(X), None),
+    "JaxprTrace": (lambda: jax.make_jaxpr(_sin)(X), None),
+    "pp_toplevel_jaxpr": (lambda: str(jax.make_jaxpr(_sin)(X)), None),
+    "eval_jaxpr": (lambda: lax.cond(X > 0, jnp.sin, jnp.cos, X), None),
+    "dce_jaxpr": (lambda: jax.grad(jax.jit(_sin))(X), None),
+    "cache_key": (lambda: jax.jit(_sin)(X), None),
+    "cached": (lambda: jax.jit(_sin)(X), None),
+    "lowering_rules": (lambda: jax.jit(_sin)(X), lax.sin_p),
+    "common_subexpression_elimination": (lambda: jax.jit(_sin)(X), None),
+    "dead_code_elimination": (lambda: jax.jit(_sin)(X), None),
+    "generate": (lambda: jax.jit(_sin)(X), None),
+    "concrete_or_error": (_bool_of_tracer, None),
+    "BatchTrace": (lambda: jax.vmap(_sin)(V), None),
+    "batching_rules": (lambda: jax.vmap(_sin)(V), lax.sin_p),
+    "vmap": (lambda: jax.jacfwd(_sin)(V), None),
+}
+
+
+def test_every_piece_has_a_program():
+    assert set(PROGRAMS) == set(pieces.PIECES)
+
+
+def _counting(name: str, calls: list) -> Any:
+    """A wrapper around the reference ``name`` that counts its calls: a subclass for a
+    class (its ``process_primitive``), a one-entry table for a rule table."""
+    reference = pieces.reference(name)
+    if pieces.PIECES[name].table:
+        primitive = PROGRAMS[name][1]
+        rule = reference[primitive]
+
+        def counted_rule(*args, **params):
+            calls.append(name)
+            return rule(*args, **params)
+        return {primitive: counted_rule}
+    if isinstance(reference, type):
+        def process_primitive(self, *args, **kwargs):
+            calls.append(name)
+            return reference.process_primitive(self, *args, **kwargs)
+        return type(f"Counting{name}", (reference,), {"process_primitive": process_primitive})
+
+    def counted(*args, **kwargs):
+        calls.append(name)
+        return reference(*args, **kwargs)
+    return counted
+
+
+def _minijax_globals() -> dict[tuple[str, str], int]:
+    """id of every global of every minijax module (a snapshot to compare after reset)."""
+    return {(module_name, key): id(value) for module_name, module in list(sys.modules.items())
+            if module is not None and module_name.split(".")[0] == "minijax"
+            for key, value in vars(module).items()}
+
+
+def _plain(x: Any) -> Any:
+    return np.asarray(x) if isinstance(x, jax.Array) else str(x)
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_an_installed_piece_is_what_the_api_runs(name):
+    program, _ = PROGRAMS[name]
+    want = program()
+    before = _minijax_globals()
+    references = {n: pieces.reference(n) for n in pieces.PIECES}
+    eval_trace = core.eval_trace
+    calls: list[str] = []
+    pieces.install(name, _counting(name, calls))
+    try:
+        assert pieces.installed() == [name]
+        got = program()
+    finally:
+        pieces.reset(name)
+    assert calls, f"{name} was installed but {program} did not run it"
+    if want is not None:
+        np.testing.assert_equal(jax.tree.map(_plain, got), jax.tree.map(_plain, want))
+    # Reset restores the very same objects, everywhere.
+    assert pieces.installed() == []
+    for n, reference in references.items():
+        current = pieces.current(n)
+        assert current == reference if pieces.PIECES[n].table else current is reference
+    assert core.eval_trace is eval_trace
+    after = _minijax_globals()
+    changed = [k for k in before if k in after and before[k] != after[k]]
+    assert not changed, f"module globals changed by install+reset of {name}: {changed[:5]}"
+    calls.clear()
+    program()
+    assert not calls, f"{name} still runs after reset"
+
+
+def test_eval_trace_instance_is_replaced_and_restored():
+    own = core.eval_trace
+    calls: list[str] = []
+    with pieces.using({"EvalTrace": _counting("EvalTrace", calls)}):
+        assert type(core.eval_trace).__name__ == "CountingEvalTrace"
+        assert core.current_trace() is core.eval_trace
+        np.testing.assert_allclose(jnp.sin(X), np.sin(0.5), rtol=1e-6)
+    assert core.eval_trace is own and calls
+
+
+def test_using_nests_and_restores_on_exception():
+    reference = pieces.reference("backward_pass")
+    outer: list[str] = []
+    inner: list[str] = []
+    with pieces.using({"backward_pass": _counting("backward_pass", outer)}):
+        first = pieces.current("backward_pass")
+        with pytest.raises(ZeroDivisionError):
+            with pieces.using({"backward_pass": _counting("backward_pass", inner)}):
+                jax.grad(_sin)(X)
+                raise ZeroDivisionError
+        assert pieces.current("backward_pass") is first
+        assert pieces.installed() == ["backward_pass"]
+        jax.grad(_sin)(X)
+    assert inner and outer
+    assert pieces.current("backward_pass") is reference and pieces.installed() == []
+
+
+def test_using_a_table_nests_and_restores():
+    reference = dict(pieces.current("jvp_rules"))
+    calls: list[str] = []
+    with pytest.raises(RuntimeError):
+        with pieces.using({"jvp_rules": _counting("jvp_rules", calls)}):
+            with pieces.using({"jvp_rules": {lax.cos_p: lambda *a, **k: 1 / 0}}):
+                pass
+            jax.grad(_sin)(X)
+            raise RuntimeError
+    assert calls and pieces.current("jvp_rules") == reference
+
+
+def test_unknown_names_and_wrong_kinds_raise_clear_errors():
+    with pytest.raises(KeyError, match="'backwards_pass' is not a piece of minijax"):
+        pieces.install("backwards_pass", print)
+    with pytest.raises(TypeError, match="is a rule table: install a dict"):
+        pieces.install("jvp_rules", print)
+    with pytest.raises(KeyError, match="not a piece"):
+        pieces.reset("nope")
+    assert pieces.installed() == []
+
+
+def _key_without_dtypes(in_tree, avals, statics, context):
+    return (in_tree, *(a.shape for a in avals), statics, context)
+
+
+def test_a_cache_key_that_ignores_dtypes_reuses_the_wrong_trace():
+    f = jax.jit(lambda x: x * 2)
+    floats, ints = jnp.ones(3, jnp.float32), jnp.ones(3, jnp.int32)
+    with pieces.using({"cache_key": _key_without_dtypes}):
+        assert f(floats).dtype == jnp.float32
+        wrong = f(ints)  # the float32 trace again: its result claims float32
+        assert wrong.dtype == jnp.float32
+        assert f._cache_size() == 1
+    right = f(ints)
+    assert right.dtype == jnp.int32
+    np.testing.assert_array_equal(right, [2, 2, 2])
+    assert f(floats).dtype == jnp.float32 and f._cache_size() == 2
+
+
+def test_a_learners_cache_that_never_stores_retraces_every_call():
+    traces = []
+
+    def f(x):
+        traces.append(x)
+        return x + 1
+
+    g = jax.jit(f)
+    with pieces.using({"cached": lambda cache, key, make_entry: make_entry()}):
+        g(V), g(V), g(V)
+    assert len(traces) == 3
+    g(V), g(V)
+    assert len(traces) == 4
+
+
+def test_jit_caches_forget_traces_when_a_piece_changes():
+    g = jax.jit(_sin)
+    programs = {"lowering_rules": lambda: g(X), "jvp_rules": lambda: jax.grad(g)(X),
+                "JaxprTrace": lambda: g(X)}
+    for name, program in programs.items():
+        program()
+        assert g._cache_size() == 1
+        calls: list[str] = []
+        with pieces.using({name: _counting(name, calls)}):
+            assert g._cache_size() == 0
+            program()
+            assert calls, f"jit(f) served a trace made before {name} was installed"
+
+
+def test_derived_bodies_and_executables_are_made_again():
+    from minijax.compiler import jit_primitive
+    g = jax.jit(_sin)
+    jax.grad(g)(X)
+    assert len(jit_primitive._derived) and len(jit_primitive._executables)
+    calls: list[str] = []
+    with pieces.using({"transpose_rules": _counting("transpose_rules", calls)}):
+        assert not len(jit_primitive._derived) and not len(jit_primitive._executables)
+        jax.grad(lambda x: g(x) * 2.0)(X)
+    assert calls
+
+
+def test_eager_loops_are_compiled_again():
+    from minijax.compiler import eager_loops
+    body = lambda c: c * 2  # noqa: E731
+    lax.while_loop(lambda c: c < 10, body, X)
+    calls: list[str] = []
+    with pieces.using({"lowering_rules": {lax.mul_p: _counting("lowering_rules", calls)
+                                          [lax.sin_p]}}):
+        assert not eager_loops._programs
+        lax.while_loop(lambda c: c < 10, body, X)
+    assert calls
+
+
+def test_a_replaced_pass_runs_in_place_of_the_reference():
+    calls = []
+
+    def no_cse(module):
+        calls.append(module.name)
+        return module
+
+    f = jax.jit(lambda x: jnp.sin(x) + jnp.sin(x))
+    with pieces.using({"common_subexpression_elimination": no_cse}):
+        text = f.lower(X).compile().as_text()
+        np.testing.assert_allclose(f(X), 2 * np.sin(0.5), rtol=1e-6)
+    assert calls
+    assert text.count("np.sin") == 2  # both sines survive without CSE
+    assert f.lower(X).compile().as_text().count("np.sin") == 1
+
+
+def test_the_tracer_check_is_one_function():
+    seen = []
+
+    def check(tracer, conversion):
+        seen.append(conversion)
+        return pieces.reference("concrete_or_error")(tracer, conversion)
+
+    with pieces.using({"concrete_or_error": check}):
+        for convert in (bool, int, float, complex, np.asarray, lambda t: t.item(),
+                        lambda t: [0][t]):
+            with pytest.raises(Exception):  # noqa: B017  (each its own JAX error)
+                jax.jit(convert)(X)
+    assert seen == ["bool", "int", "float", "complex", "array", "item", "index"]
+
+
+def test_jit_fast_path_only_with_the_reference_key():
+    f = jax.jit(_sin)
+    f(X)
+    assert f._fast_cache
+    with pieces.using({"cache_key": _counting("cache_key", [])}):
+        assert not jit_module._fast_path
+        f(X)
+        assert not f._fast_cache
+    f(X)
+    assert jit_module._fast_path and f._fast_cache
