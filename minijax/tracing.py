@@ -142,10 +142,6 @@ class RecordingTrace(Trace):
     ``invars``, ``eqns``, ``constvars`` (id of a captured value -> its constvar) and
     ``consts``, as :class:`JaxprTrace` does."""
 
-    invars: list[Var]
-    eqns: list[JaxprEqn]
-    constvars: dict[int, Var]
-
     def __init__(self, tracing_context: errors.TracingContext | None = None) -> None:
         super().__init__()
         self.tracing_context = tracing_context
@@ -201,9 +197,9 @@ class JaxprTrace(RecordingTrace):
 
     def __init__(self, tracing_context: errors.TracingContext | None = None) -> None:
         super().__init__(tracing_context)
-        self.invars = []
-        self.eqns = []
-        self.constvars = {}
+        self.invars: list[Var] = []
+        self.eqns: list[JaxprEqn] = []
+        self.constvars: dict[int, Var] = {}  # id(captured value) -> its constvar
         self.consts: list[Any] = []  # the captured values, in constvar order
 
     def new_arg(self, aval: ShapedArray) -> JaxprTracer:

@@ -202,6 +202,19 @@ def _printed(source: str, args: str, shown: str = "") -> Run:
 
 
 # ---------------------------------------------------------------------------------------
+# Build it: each piece runs programs of the public API, a part of the exercise per group
+# ---------------------------------------------------------------------------------------
+
+
+def _run_parts(ns: Any, piece: str, parts: dict[str, list[Run]], hint: str) -> None:
+    """Each group of ``parts`` gives what minijax's own pieces give, with the learner's
+    ``piece`` (the notebook's object of the same name) installed."""
+    for name, programs in parts.items():
+        with part(name):
+            expect_same_with_pieces(ns, {piece: piece}, programs, hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
 # Build it: the trace that records equations
 # ---------------------------------------------------------------------------------------
 
@@ -261,9 +274,7 @@ def check_jaxpr_trace(ns):
             "stays, any other value gets one constvar per id(value), its value appended to "
             "consts; process_primitive appends JaxprEqn(primitive, invars, outvars, params, "
             "SourceInfo.capture()) with outvars from primitive.abstract_eval")
-    for name, programs in _TRACE_PROGRAMS.items():
-        with part(name):
-            expect_same_with_pieces(ns, {"JaxprTrace": "JaxprTrace"}, programs, hint=hint)
+    _run_parts(ns, "JaxprTrace", _TRACE_PROGRAMS, hint)
 
 
 # ---------------------------------------------------------------------------------------
@@ -319,9 +330,7 @@ def check_print_jaxpr(ns):
             "invars, then each equation's results); a result nothing reads is _; a binder is "
             "name:aval.str_short(), a literal literal.text(); one line if it fits in 80 "
             "characters, else the equations on lines of their own, indented by 4, and '  in'")
-    for name, programs in _PRINTER_PROGRAMS.items():
-        with part(name):
-            expect_same_with_pieces(ns, {"print_jaxpr": "print_jaxpr"}, programs, hint=hint)
+    _run_parts(ns, "print_jaxpr", _PRINTER_PROGRAMS, hint)
 
 
 # ---------------------------------------------------------------------------------------
@@ -392,9 +401,7 @@ def check_eval_jaxpr(ns):
             "atom.val), bind: eqn.primitive.bind(*inputs, **eqn.params), store the results "
             "(a list if eqn.primitive.multiple_results) under eqn.outvars; return the outvars "
             "read the same way, as a list")
-    for name, programs in _EVAL_PROGRAMS.items():
-        with part(name):
-            expect_same_with_pieces(ns, {"eval_jaxpr": "eval_jaxpr"}, programs, hint=hint)
+    _run_parts(ns, "eval_jaxpr", _EVAL_PROGRAMS, hint)
 
 
 # ---------------------------------------------------------------------------------------
@@ -478,9 +485,7 @@ def check_dce_jaxpr(ns):
             "has_effects(Jaxpr([], [], [], [eqn])); let dce_rules[eqn.primitive] (if any) cut a "
             "kept equation, then add its Var inputs to the live set; an input is used if live "
             "or instantiated, a constvar (with its value) stays if live")
-    for name, programs in _DCE_PROGRAMS.items():
-        with part(name):
-            expect_same_with_pieces(ns, {"dce_jaxpr": "dce_jaxpr"}, programs, hint=hint)
+    _run_parts(ns, "dce_jaxpr", _DCE_PROGRAMS, hint)
 
 
 # ---------------------------------------------------------------------------------------
