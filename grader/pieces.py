@@ -12,7 +12,8 @@ piece fails with the program, what the reference gave and what the learner's pie
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import ml_dtypes
@@ -44,10 +45,26 @@ def expect_same_with_pieces(ns: Namespace, installs: Mapping[str, str],
                         *program.args)
         text = f"with {yours} installed, {program.shown}"
         got = reported(text, outcome, hint).value
-        want = _evaluate(program.source, {})(*program.args)
+        want = _on_reference_pieces(program)
         problem = difference(got, want)
         if problem is not None:
             raise _failure(f"{text} gave {problem}", hint)
+
+
+def _on_reference_pieces(program: Program) -> Any:
+    with minijax_own():
+        return _evaluate(program.source, {})(*program.args)
+
+
+@contextlib.contextmanager
+def minijax_own() -> Iterator[None]:
+    """minijax's own pieces inside the block, whatever the notebook installed: a notebook's
+    ``check()`` runs in the learner's process, after its install cells, and a piece is
+    graded alone (a broken piece installed earlier must not fail the next exercise)."""
+    from minijax import pieces
+
+    with pieces.using({name: pieces.reference(name) for name in pieces.installed()}):
+        yield
 
 
 def difference(got: Any, want: Any, where: str = "") -> str | None:

@@ -265,15 +265,18 @@ def _describe(exc: BaseException) -> str:
 @_probe
 def with_pieces(ns: Any, installs: dict[str, str], program: Callable[..., Any], *args: Any
                 ) -> dict[str, Any]:
-    """``program(*args)`` run on the learner's engine: for the call, each piece of
+    """``program(*args)`` run on the learner's pieces: for the call, each piece of
     :data:`minijax.pieces.PIECES` named in ``installs`` is the notebook's object of the
-    given name (``{"backward_pass": "my_backward_pass"}``); minijax's own pieces are back
-    afterwards. Reports ``{"value": ...}`` or ``{"raised": "TypeError: ..."}``."""
+    given name (``{"backward_pass": "my_backward_pass"}``) and every other piece is
+    minijax's own, whatever the notebook installed (a piece is graded alone); what was
+    installed is back afterwards. Reports ``{"value": ...}`` or ``{"raised": "TypeError:
+    ..."}``."""
+    from grader.pieces import minijax_own
     from minijax import pieces
 
     implementations = {piece: ns[name] for piece, name in installs.items()}
     try:
-        with pieces.using(implementations):
+        with minijax_own(), pieces.using(implementations):
             return {"value": program.fun(*args)}
     except NotImplementedError:
         raise

@@ -114,3 +114,30 @@ def test_eval_jaxpr_that_reads_one_result_per_equation_fails_on_sort():
     failed = failures(result("eval_jaxpr", namespace(source)))
     assert "jax.make_jaxpr(lax.sort_key_val)(k, v)  (a primitive with two results)" in \
         failed["straight-line jaxprs"]
+
+
+def test_interpreter_exercises_grade_the_interpreter_on_minijax_own_pieces():
+    """A broken trace installed earlier in the notebook does not fail the later exercises that
+    only read jaxprs: their checks build the jaxprs with minijax's own pieces."""
+    drops_an_equation = broken("JaxprTrace", "self.invars, outvars, self.eqns)",
+                               "self.invars, outvars, self.eqns[1:])")
+    ns = namespace(drops_an_equation, solved("count_primitives"), solved("hoist_constants"))
+    pieces.install("JaxprTrace", ns["JaxprTrace"])
+    try:
+        for name in ("count_primitives", "hoist_constants"):
+            got = run_check(CHECKS[name], ns)
+            assert got.status is Status.PASSED, got.message
+    finally:
+        pieces.reset()
+
+
+def test_a_broken_piece_fails_its_check_in_the_notebook_after_its_install_cell():
+    """check() runs in the learner's process: the reference side must not run on the
+    installed (broken) piece, or it would agree with it."""
+    ns = namespace(broken("print_jaxpr", "else '_'}:{v.aval.str_short()}", "else '_'}"))
+    pieces.install("print_jaxpr", ns["print_jaxpr"])
+    try:
+        assert run_check(CHECKS["print_jaxpr"], ns).status is Status.FAILED
+        assert pieces.installed() == ["print_jaxpr"]
+    finally:
+        pieces.reset()

@@ -31,7 +31,7 @@ from grader.checks import (
     reported,
 )
 from grader.pieces import Program as Run
-from grader.pieces import expect_same_with_pieces
+from grader.pieces import expect_same_with_pieces, minijax_own
 from grader.plain import FunctionSource, Opaque
 from minijax import lax
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
@@ -90,7 +90,7 @@ _TABLE, _W, _B = _HELPERS["_TABLE"], _HELPERS["_W"], _HELPERS["_B"]
 #: ``{"raised": ...}`` (the learner's error), ``{"failed": ...}`` (an instrument of the check's,
 #: run inside the learner's code, objected) or the exercise's observations.
 _OBSERVE = """def observe_jaxprs(ns, prelude, name, programs):
-    from minijax import core
+    from minijax import core, pieces
     checks = __import__("grader.checks", fromlist=["CheckFailed", "describe_exception"])
     scope = {"np": np, "jnp": jnp, "lax": lax, "jax": jax}
     exec(prelude, scope)
@@ -128,20 +128,21 @@ _OBSERVE = """def observe_jaxprs(ns, prelude, name, programs):
         return {"value": "a pair", "consts": consts, "run": attempt(lambda: g(*consts, *arrays)),
                 "doubled": attempt(lambda: g(*doubled, *arrays)), "traced": traced}
 
-    reports = []
-    for source, args in programs:
+    def report(source, args):
         fun = eval(source, scope)
         closed = jax.make_jaxpr(fun)(*args)
         if name == "hoist_constants":
-            reports.append(hoisted(fun, args))
-        elif name == "evaluate":
+            return hoisted(fun, args)
+        if name == "evaluate":
             consts = [np.asarray(c) for c in closed.consts]
             with core.set_current_trace(NoBinding()):
-                reports.append(attempt(lambda: learner(
-                    closed.jaxpr, consts, *[np.asarray(a) for a in args])))
-        else:
-            reports.append(attempt(lambda: learner(closed.jaxpr)))
-    return reports
+                return attempt(lambda: learner(closed.jaxpr, consts,
+                                               *[np.asarray(a) for a in args]))
+        return attempt(lambda: learner(closed.jaxpr))
+
+    # the interpreter is graded, not the pieces of the engine the notebook installed
+    with pieces.using({piece: pieces.reference(piece) for piece in pieces.installed()}):
+        return [report(source, args) for source, args in programs]
 """
 
 
@@ -154,7 +155,8 @@ class Program:
         self.fun = eval(source, _HELPERS)
 
     def closed(self) -> ClosedJaxpr:
-        return jax.make_jaxpr(self.fun)(*self.args)
+        with minijax_own():  # in a notebook's check(), its installed pieces are the learner's
+            return jax.make_jaxpr(self.fun)(*self.args)
 
     def describe(self) -> str:
         return f"the jaxpr of `{self.text}`"
