@@ -100,7 +100,14 @@ def mlp_rows(suite: Suite) -> None:
             if batch == 8:
                 jitted(suite, f"mlp {act} batch {batch} [numpy in]", make, numpy_fn, args,
                        numpy_inputs=True)
-    print("per-example gradients (vmap of grad): left out until minijax has vmap")
+
+
+def per_example_rows(suite: Suite) -> None:
+    make = lambda jnp, lax: w.per_example_grads_for(
+        jnp, *((minijax.grad, minijax.vmap) if jnp is mjnp else (jax.grad, jax.vmap)))
+    for batch in (16, 128):
+        jitted(suite, f"per-example grads, mlp batch {batch}", make,
+               w.numpy_per_example_grads, w.per_example_example(batch))
 
 
 def loop_rows(suite: Suite) -> None:
@@ -202,6 +209,7 @@ def main() -> None:
     print(f"median of {options.rounds} interleaved rounds; (x) = ratio to the first column, "
           f"paired per round; OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
     mlp_rows(suite)
+    per_example_rows(suite)
     loop_rows(suite)
     memory_rows(suite)
     eager_op_rows(suite)

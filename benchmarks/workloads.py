@@ -7,9 +7,8 @@ programmer writes it (backward passes by hand, in place where that saves a copy)
 * an RNN with a tanh cell written with ``scan`` (forward, and forward + backward);
 * numerical loops: explicit Euler with ``fori_loop``, Newton's square root with
   ``while_loop``;
-* attention-like: batched matmuls and a softmax.
-
-Per-example gradients (``vmap(grad(...))``) belong here too, once minijax has ``vmap``.
+* attention-like: batched matmuls and a softmax;
+* per-example gradients: ``vmap(grad(loss))`` of a small tanh MLP over a batch.
 """
 
 from __future__ import annotations
@@ -287,3 +286,50 @@ def numpy_attention(params: dict, x: np.ndarray) -> np.ndarray:
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
     return (scores @ v) @ params["o"]
+
+
+# ---------------------------------------------------------------------------------------
+# Per-example gradients
+# ---------------------------------------------------------------------------------------
+
+EXAMPLE_INPUTS, EXAMPLE_HIDDEN = 64, 128
+
+
+def per_example_example(batch: int) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """A 64-128-10 MLP's parameters, ``batch`` inputs and one-hot labels."""
+    rng = np.random.default_rng(3)
+    params = {"w1": _normal(rng, EXAMPLE_INPUTS, EXAMPLE_HIDDEN,
+                            scale=float(1 / np.sqrt(EXAMPLE_INPUTS))),
+              "b1": _normal(rng, EXAMPLE_HIDDEN, scale=0.1),
+              "w2": _normal(rng, EXAMPLE_HIDDEN, CLASSES,
+                            scale=float(1 / np.sqrt(EXAMPLE_HIDDEN))),
+              "b2": _normal(rng, CLASSES, scale=0.1)}
+    labels = np.eye(CLASSES, dtype=np.float32)[rng.integers(0, CLASSES, batch)]
+    return params, _normal(rng, batch, EXAMPLE_INPUTS), labels
+
+
+def per_example_grads_for(jnp: Any, grad: Callable, vmap: Callable) -> Callable:
+    """``grads(params, xs, ys)``: the gradient of each example's loss, stacked."""
+
+    def loss(params, x, y):
+        h = jnp.tanh(x @ params["w1"] + params["b1"])
+        logits = h @ params["w2"] + params["b2"]
+        logits = logits - jnp.max(logits)
+        return -jnp.sum((logits - jnp.log(jnp.sum(jnp.exp(logits)))) * y)
+
+    return vmap(grad(loss), in_axes=(None, 0, 0))
+
+
+def numpy_per_example_grads(params: dict, xs: np.ndarray, ys: np.ndarray) -> dict:
+    """The same, batched by hand: a weight's gradient per example is an outer product."""
+    h = np.tanh(np.add(xs @ params["w1"], params["b1"]))
+    logits = h @ params["w2"]
+    logits += params["b2"]
+    logits -= logits.max(axis=1, keepdims=True)
+    p = np.exp(logits)
+    p *= ys.sum(axis=1, keepdims=True) / p.sum(axis=1, keepdims=True)
+    d2 = np.subtract(p, ys, out=p)
+    d1 = d2 @ params["w2"].T
+    d1 *= 1 - h * h
+    return {"w1": xs[:, :, None] * d1[:, None, :], "b1": d1,
+            "w2": h[:, :, None] * d2[:, None, :], "b2": d2}

@@ -12,8 +12,7 @@ piece fails with the program, what the reference gave and what the learner's pie
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import ml_dtypes
@@ -21,6 +20,7 @@ import numpy as np
 
 from grader.checks import CheckFailed, Namespace, _failure, brief, probe, reported
 from grader.plain import FunctionSource, Opaque, _evaluate
+from minijax import pieces
 
 
 class Program(NamedTuple):
@@ -45,26 +45,18 @@ def expect_same_with_pieces(ns: Namespace, installs: Mapping[str, str],
                         *program.args)
         text = f"with {yours} installed, {program.shown}"
         got = reported(text, outcome, hint).value
-        want = _on_reference_pieces(program)
+        want = _on_minijax_pieces(program)
         problem = difference(got, want)
         if problem is not None:
             raise _failure(f"{text} gave {problem}", hint)
 
 
-def _on_reference_pieces(program: Program) -> Any:
-    with minijax_own():
-        return _evaluate(program.source, {})(*program.args)
-
-
-@contextlib.contextmanager
-def minijax_own() -> Iterator[None]:
-    """minijax's own pieces inside the block, whatever the notebook installed: a notebook's
-    ``check()`` runs in the learner's process, after its install cells, and a piece is
-    graded alone (a broken piece installed earlier must not fail the next exercise)."""
-    from minijax import pieces
-
+def _on_minijax_pieces(program: Program) -> Any:
+    """What ``program`` gives on minijax's own pieces. In the grader's process none is
+    installed; but ``check()`` in a notebook runs here, where the learner may have installed
+    pieces (and the probe then runs the program on them, as the grader's worker does)."""
     with pieces.using({name: pieces.reference(name) for name in pieces.installed()}):
-        yield
+        return _evaluate(program.source, {})(*program.args)
 
 
 def difference(got: Any, want: Any, where: str = "") -> str | None:
@@ -77,7 +69,7 @@ def difference(got: Any, want: Any, where: str = "") -> str | None:
         return f"the text{at}\n{got}\nwhere minijax's own pieces give\n{want}"
     if isinstance(want, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
-            return f"{brief(got)}{at}, where minijax's own pieces give {len(want)} results"
+            return f"{brief(got)}{at}; minijax's own pieces give {brief(want)}"
         return _first(difference(g, w, f"{where}[{i}]")
                       for i, (g, w) in enumerate(zip(got, want, strict=True)))
     if isinstance(want, dict):

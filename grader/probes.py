@@ -73,20 +73,6 @@ def jnp_functions_used(ns: Any, name: str) -> list[str]:
 
 
 @_probe
-def call_from_eval_trace(ns: Any, name: str, *args: Any) -> dict[str, Any]:
-    """``ns[name](*args)`` called with the evaluation trace current, and the trace current
-    after it returned (its type's name, and whether it is the evaluation trace again);
-    the evaluation trace is restored whatever happens."""
-    from minijax import core
-
-    with core.set_current_trace(None):
-        value = ns[name](*args)
-        after = core.current_trace()
-    return {"value": value, "restored": after is core.eval_trace,
-            "trace_type": type(after).__name__}
-
-
-@_probe
 def apply(ns: Any, transform: Callable[..., Any], name: str, *args: Any) -> Any:
     """``transform(ns[name])(*args)``: the learner's function under a transformation of the
     check's (``jax.grad``, say), called."""
@@ -265,18 +251,19 @@ def _describe(exc: BaseException) -> str:
 @_probe
 def with_pieces(ns: Any, installs: dict[str, str], program: Callable[..., Any], *args: Any
                 ) -> dict[str, Any]:
-    """``program(*args)`` run on the learner's pieces: for the call, each piece of
+    """``program(*args)`` run on the learner's engine: for the call, each piece of
     :data:`minijax.pieces.PIECES` named in ``installs`` is the notebook's object of the
-    given name (``{"backward_pass": "my_backward_pass"}``) and every other piece is
-    minijax's own, whatever the notebook installed (a piece is graded alone); what was
-    installed is back afterwards. Reports ``{"value": ...}`` or ``{"raised": "TypeError:
-    ..."}``."""
-    from grader.pieces import minijax_own
+    given name (``{"backward_pass": "my_backward_pass"}``), and every other piece is
+    minijax's own, even one the notebook installed (so that each piece is graded alone, the
+    same whatever the learner installed before); what was installed is back afterwards.
+    Reports ``{"value": ...}`` or ``{"raised": "TypeError: ..."}``."""
     from minijax import pieces
 
     implementations = {piece: ns[name] for piece, name in installs.items()}
+    others = {name: pieces.reference(name) for name in pieces.installed()
+              if name not in implementations}
     try:
-        with minijax_own(), pieces.using(implementations):
+        with pieces.using({**others, **implementations}):
             return {"value": program.fun(*args)}
     except NotImplementedError:
         raise

@@ -69,7 +69,7 @@ def _primal_of_current_trace() -> Callable[[Any], Any]:
     trace = core.current_trace()
 
     def strip(x: Any) -> Any:
-        return x.primal if isinstance(x, ad.JVPTracer) and x._trace is trace else x
+        return x.primal if isinstance(x, core.Tracer) and x._trace is trace else x
 
     return strip
 

@@ -517,7 +517,9 @@ def _node_label(node: str) -> str:
     return str(_DTYPE_OF_NODE[node])
 
 
-def _no_path_error(nodes: tuple[str, ...]) -> TypePromotionError:
+def no_promotion_path(nodes: tuple[str, ...]) -> TypePromotionError:
+    """JAX's error for ``nodes`` without a least upper bound (public: a learner's join, the
+    piece ``least_upper_bound`` of chapter 02, raises it too)."""
     labels = tuple(_node_label(node) for node in nodes)
     if _strict_mode():
         return TypePromotionError(
@@ -538,7 +540,7 @@ def _least_upper_bound(nodes: tuple[str, ...], strict: bool, x64: bool) -> str:
     common = frozenset.intersection(*(bounds[node] for node in nodes))
     least = [candidate for candidate in common if common <= bounds[candidate]]
     if len(least) != 1:  # empty in strict mode; never more than one in a real lattice
-        raise _no_path_error(nodes)
+        raise no_promotion_path(nodes)
     return least[0]
 
 

@@ -52,7 +52,10 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
     Piece("bind", "02", "minijax.core", "Primitive.bind",
           "Primitive.bind(self, *args, **params): hand the primitive to the current trace"),
     Piece("EvalTrace", "02", "minijax.runtime", "EvalTrace",
-          "the trace that computes values: process_primitive(primitive, args, params)"),
+          "the core.Trace subclass that computes values: process_primitive(primitive, "
+          "args, params); installing makes a fresh instance core.eval_trace"),
+    Piece("broadcast_shapes_trivially", "02", "minijax.lax.base", "broadcast_shapes_trivially",
+          "(name, shapes) -> the result shape of an elementwise lax op, or JAX's TypeError"),
     Piece("least_upper_bound", "02", "minijax.dtypes", "_least_upper_bound",
           "(nodes, strict, x64) -> the join of lattice nodes, or TypePromotionError"),
     Piece("fori_loop", "02", "minijax.lax.control_flow.loops", "fori_loop",
@@ -79,7 +82,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
     Piece("value_and_grad", "05", "minijax.autodiff", "value_and_grad",
           "value_and_grad(fun, argnums=0, ...) -> (value, gradient) function"),
     Piece("JaxprTrace", "06", "minijax.tracing", "JaxprTrace",
-          "the trace that records equations: new_arg, process_primitive, to_jaxpr"),
+          "the trace that records equations (make_jaxpr, jit): new_arg, process_primitive, "
+          "to_jaxpr; partial evaluation keeps minijax's own as its base class"),
     Piece("pp_toplevel_jaxpr", "06", "minijax.jaxpr", "pp_toplevel_jaxpr",
           "pp_toplevel_jaxpr(jaxpr) -> the printed jaxpr (a pretty-printer Doc)"),
     Piece("print_jaxpr", "06", "minijax.jaxpr", "print_jaxpr",
@@ -99,10 +103,14 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
           "common_subexpression_elimination(module) -> module: a mini-XLA pass"),
     Piece("dead_code_elimination", "07", "minijax.compiler.passes", "dead_code_elimination",
           "dead_code_elimination(module) -> module: a mini-XLA pass"),
+    Piece("compile_jaxpr", "07", "minijax.compiler.jit_primitive", "compile_jaxpr",
+          "compile_jaxpr(closed, name, keep_unused) -> a function of NumPy arrays: jit's compiler"),
     Piece("generate", "07", "minijax.compiler.numpy_backend", "generate",
           "generate(module) -> (Python source, namespace): the mini-XLA's code generator"),
     Piece("concrete_or_error", "08", "minijax.core", "concrete_or_error",
           "concrete_or_error(tracer, conversion) -> the known value, or JAX's conversion error"),
+    Piece("check_valid_tracer", "08", "minijax.core", "check_valid_tracer",
+          "check_valid_tracer(tracer): UnexpectedTracerError if its transformation is over"),
     Piece("BatchTrace", "09", "minijax.interpreters.batching", "BatchTrace",
           "the batching trace: BatchTrace(parent, axis_data), process_primitive"),
     Piece("batching_rules", "09", "minijax.interpreters.batching", "batching_rules",
@@ -144,11 +152,7 @@ def reference(name: str) -> Any:
     piece = _piece(name)
     if piece.table:
         table = dict(current(name))
-        for primitive, rule in _saved.get(name, {}).items():
-            if rule is _ABSENT:
-                table.pop(primitive, None)
-            else:
-                table[primitive] = rule
+        _restore_entries(table, _saved.get(name, {}))
         return table
     return _saved.get(name, current(name))
 
@@ -162,8 +166,9 @@ def is_stub(implementation: Any) -> bool:
     """Whether a learner's piece is still an exercise's stub: a function whose body (after
     its docstring) only raises ``NotImplementedError``, a class with such a method of its
     own, or a rule table holding such a rule. Installing one would break everything built
-    on the piece, so :func:`install` refuses it. (The source comes from ``inspect``, which
-    finds a notebook cell's code; where there is none, the piece counts as written.)"""
+    on the piece, so :func:`install` leaves it out. (The source comes from ``inspect``,
+    which finds a notebook cell's code; where there is none, the piece counts as
+    written.)"""
     if isinstance(implementation, Mapping):
         return any(is_stub(rule) for rule in implementation.values())
     if isinstance(implementation, type):
@@ -202,29 +207,42 @@ def install(name: str, implementation: Any) -> None:
     """Put ``implementation`` into minijax as the piece ``name`` (see the module docstring).
 
     For a rule table, ``implementation`` is a mapping ``{primitive: rule}``: those entries
-    are replaced, the others stay minijax's own.
+    are replaced, the others stay minijax's own. An exercise's stub is left out (it would
+    break everything built on the piece, and the rest of the notebook with it): install
+    says so, and minijax's own stays in its place.
     """
     piece = _piece(name)
+    if piece.table and isinstance(implementation, Mapping):
+        stubs = [rule for rule in implementation.values() if is_stub(rule)]
+        implementation = {p: rule for p, rule in implementation.items()
+                          if not is_stub(rule)} or None
+    else:
+        stubs = [implementation] if is_stub(implementation) else []
+        implementation = None if stubs else implementation
+    for stub in stubs:
+        print(f"{getattr(stub, '__name__', name)} is still the exercise's stub (its code only "
+              f"raises NotImplementedError): write it and run its cell; minijax's own stays")
+    if implementation is not None:
+        _install(piece, implementation)
+
+
+def _install(piece: Piece, implementation: Any) -> None:
+    """Install a piece as it is (a stub too: under :func:`using`, which the grader runs a
+    learner's piece with, a stub raises ``NotImplementedError`` when a program reaches it,
+    and that program's part is "not attempted")."""
     owner, attribute = _owner(piece)
-    if is_stub(implementation):
-        stubs = ([rule for rule in implementation.values() if is_stub(rule)]
-                 if isinstance(implementation, Mapping) else [implementation])
-        raise NotImplementedError(
-            f"{getattr(stubs[0], '__name__', name)} is still the exercise's stub (its code "
-            f"only raises NotImplementedError): write it and run its cell first; minijax's "
-            f"own {name} stays in place")
     if piece.table:
         if not isinstance(implementation, Mapping):
-            raise TypeError(f"the piece {name!r} is a rule table: install a dict "
+            raise TypeError(f"the piece {piece.name!r} is a rule table: install a dict "
                             f"{{primitive: rule}}, not {type(implementation).__name__}")
         table = getattr(owner, attribute)
-        saved = _saved.setdefault(name, {})
+        saved = _saved.setdefault(piece.name, {})
         for primitive, rule in implementation.items():
             saved.setdefault(primitive, table.get(primitive, _ABSENT))
             table[primitive] = rule
     else:
         present = getattr(owner, attribute)
-        _saved.setdefault(name, present)
+        _saved.setdefault(piece.name, present)
         _replace(owner, attribute, present, implementation)
     flags.pieces_changed()
 
@@ -243,46 +261,55 @@ def _replace(owner: Any, attribute: str, present: Any, new: Any) -> None:
 
 
 def reset(name: str | None = None) -> None:
-    """Take minijax's own ``name`` back (every piece, if ``name`` is None)."""
-    for each in list(_saved) if name is None else [_piece(name).name]:
+    """Take minijax's own ``name`` back (every piece, if ``name`` is None). Caches are
+    told only if something changed: resetting the reference costs nothing."""
+    names = list(_saved) if name is None else [_piece(name).name]
+    if not any(each in _saved for each in names):
+        return
+    for each in names:
         if each not in _saved:
             continue
         piece = PIECES[each]
         owner, attribute = _owner(piece)
         saved = _saved.pop(each)
         if piece.table:
-            table = getattr(owner, attribute)
-            for primitive, rule in saved.items():
-                if rule is _ABSENT:
-                    table.pop(primitive, None)
-                else:
-                    table[primitive] = rule
+            _restore_entries(getattr(owner, attribute), saved)
         else:
             _replace(owner, attribute, getattr(owner, attribute), saved)
     flags.pieces_changed()
+
+
+def _restore_entries(table: dict, entries: Mapping[Any, Any]) -> None:
+    """Put ``entries`` ({primitive: rule or _ABSENT}) back into the rule table."""
+    for primitive, rule in entries.items():
+        if rule is _ABSENT:
+            table.pop(primitive, None)
+        else:
+            table[primitive] = rule
 
 
 @contextlib.contextmanager
 def using(implementations: Mapping[str, Any]) -> Iterator[None]:
     """Install ``{name: implementation}`` for the block only, then restore what was there."""
     before = {name: current(name) for name in implementations}
-    before_tables = {name: dict(current(name)) for name in implementations
-                     if _piece(name).table}
+    # For a table, only the entries the block replaces (rules registered meanwhile stay).
+    before_tables = {name: {primitive: current(name).get(primitive, _ABSENT)
+                            for primitive in implementations[name]}
+                     for name in implementations
+                     if _piece(name).table and isinstance(implementations[name], Mapping)}
     was_installed = set(_saved)
     saved_before = {name: dict(_saved[name]) if _piece(name).table else _saved[name]
                     for name in implementations if name in _saved}
     try:
         for name, implementation in implementations.items():
-            install(name, implementation)
+            _install(_piece(name), implementation)
         yield
     finally:
         for name in implementations:
             piece = PIECES[name]
             owner, attribute = _owner(piece)
             if piece.table:
-                table = getattr(owner, attribute)
-                table.clear()
-                table.update(before_tables[name])
+                _restore_entries(getattr(owner, attribute), before_tables.get(name, {}))
             else:
                 _replace(owner, attribute, getattr(owner, attribute), before[name])
             if name in was_installed:

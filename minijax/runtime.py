@@ -75,15 +75,17 @@ class Device:
         self._worker_called = False  # a wake-up call is pending: no need for another
         threading.Thread(target=_work, args=(self,), name=f"minijax-{self}", daemon=True).start()
 
-    def enqueue(self, job: tuple) -> None:
+    def enqueue(self, job: tuple, wake_worker: bool = True) -> None:
         """Queue ``job``, a tuple (primitive, input Arrays, params, output Arrays). A job
-        that a kernel of this device dispatches is run at once instead (``_run_inline``)."""
+        that a kernel of this device dispatches is run at once instead (``_run_inline``).
+        A caller about to wait for the job runs it itself: no need to call the worker
+        (``wake_worker=False``), which would take the job over while the caller sleeps."""
         inside = _inside.get()
         if self in inside:
             self._run_inline(job, inside.count(self))
             return
         self._jobs.append(job)
-        if not self._worker_called:
+        if wake_worker and not self._worker_called:
             self._worker_called = True
             self._wakeup.put(None)
 

@@ -333,16 +333,16 @@ def solved_variant(tmp_path: Path, chapter: str, name: str, source: str) -> Path
 
 
 def test_calling_the_reference_piece_an_exercise_replaces_scores_zero(tmp_path):
-    # Chapter 02 asks for fori_loop written with while_loop: minijax's own fori_loop, even
-    # through a name taken before the check ran, is refused and reported as reaching for it.
+    # Chapter 02 asks for fori_loop written with scan and while_loop: minijax's own fori_loop,
+    # even through a name taken before the check ran, is refused and reported as reaching for it.
     notebook = solved_variant(
-        tmp_path, "02_numpy_and_lax", "fori_loop_via_while",
+        tmp_path, "02_numpy_and_lax", "fori_loop",
         "from minijax.lax import fori_loop as reference\n\n\n"
-        "def fori_loop_via_while(lower, upper, body_fun, init_val):\n"
+        "def fori_loop(lower, upper, body_fun, init_val):\n"
         "    return reference(lower, upper, body_fun, init_val)")
     report = grade_notebook(notebook, "02_numpy_and_lax", default_checks_dir(),
                             Limits(exercise_seconds=60))
-    result = next(r for r in report.results if r.name == "fori_loop_via_while")
+    result = next(r for r in report.results if r.name == "fori_loop")
     assert (result.status, result.points) == (Status.FAILED, 0)
     assert result.message == (f"{REACHED}this exercise is to be solved without "
                               "minijax.lax.fori_loop: it is the piece this exercise asks you to "

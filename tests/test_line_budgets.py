@@ -16,13 +16,13 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_138,
-    "core": 2_463,
+    "core": 2_467,
     "transformations": 3_167,
     "primitives": 7_432,
-    "api": 1_566,
-    "breadth": 10_940,
-    "backends": 3_284,
-    "package": 397,
+    "api": 1_593,
+    "breadth": 11_022,
+    "backends": 3_321,
+    "package": 424,
 }
 
 

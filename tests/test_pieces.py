@@ -25,6 +25,13 @@ def _sin(x):
     return jnp.sin(x)
 
 
+def _leaked_tracer():
+    saved = []
+    jax.jit(lambda x: saved.append(x * 2.0) or x)(X)
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jnp.sin(saved[0])
+
+
 def _bool_of_tracer():
     with pytest.raises(jax.errors.TracerBoolConversionError):
         jax.jit(lambda x: x if x > 0 else -x)(X)
@@ -35,6 +42,7 @@ def _bool_of_tracer():
 PROGRAMS: dict[str, tuple[Callable[[], Any], Any]] = {
     "bind": (lambda: jnp.sin(X), None),
     "EvalTrace": (lambda: jnp.sin(X), None),
+    "broadcast_shapes_trivially": (lambda: jnp.ones((2, 1)) * jnp.ones((1, 3)), None),
     "least_upper_bound": (lambda: jnp.ones(2, jnp.int8) + jnp.ones(2, jnp.uint8), None),
     "fori_loop": (lambda: jax.lax.fori_loop(0, 3, lambda i, c: c * 2, X), None),
     "JVPTrace": (lambda: jax.jvp(_sin, (X,), (X,)), None),
@@ -58,7 +66,9 @@ PROGRAMS: dict[str, tuple[Callable[[], Any], Any]] = {
     "common_subexpression_elimination": (lambda: jax.jit(_sin)(X), None),
     "dead_code_elimination": (lambda: jax.jit(_sin)(X), None),
     "generate": (lambda: jax.jit(_sin)(X), None),
+    "compile_jaxpr": (lambda: jax.jit(lambda x: jnp.cos(x) * 3.0)(X), None),
     "concrete_or_error": (_bool_of_tracer, None),
+    "check_valid_tracer": (_leaked_tracer, None),
     "BatchTrace": (lambda: jax.vmap(_sin)(V), None),
     "batching_rules": (lambda: jax.vmap(_sin)(V), lax.sin_p),
     "vmap": (lambda: jax.jacfwd(_sin)(V), None),
@@ -69,12 +79,13 @@ def test_every_piece_has_a_program():
     assert set(PROGRAMS) == set(pieces.PIECES)
 
 
-def _counting(name: str, calls: list) -> Any:
+def _counting(name: str, calls: list, primitive: Any = None) -> Any:
     """A wrapper around the reference ``name`` that counts its calls: a subclass for a
-    class (its ``process_primitive``), a one-entry table for a rule table."""
+    class (its ``process_primitive``), a one-entry table for a rule table (the rule of
+    ``primitive``, by default the one of :data:`PROGRAMS`)."""
     reference = pieces.reference(name)
     if pieces.PIECES[name].table:
-        primitive = PROGRAMS[name][1]
+        primitive = primitive or PROGRAMS[name][1]
         rule = reference[primitive]
 
         def counted_rule(*args, **params):
@@ -174,6 +185,14 @@ def test_using_a_table_nests_and_restores():
     assert calls and pieces.current("jvp_rules") == reference
 
 
+def test_a_rule_registered_inside_a_block_stays():
+    new_primitive = core.Primitive("registered_meanwhile")
+    table = pieces.current("jvp_rules")
+    with pieces.using({"jvp_rules": {lax.sin_p: table[lax.sin_p]}}):
+        table[new_primitive] = print  # a module imported in the block registers a rule
+    assert table.pop(new_primitive) is print
+
+
 def test_unknown_names_and_wrong_kinds_raise_clear_errors():
     with pytest.raises(KeyError, match="'backwards_pass' is not a piece of minijax"):
         pieces.install("backwards_pass", print)
@@ -248,11 +267,11 @@ def test_eager_loops_are_compiled_again():
     body = lambda c: c * 2  # noqa: E731
     lax.while_loop(lambda c: c < 10, body, X)
     calls: list[str] = []
-    with pieces.using({"lowering_rules": {lax.mul_p: _counting("lowering_rules", calls)
-                                          [lax.sin_p]}}):
+    with pieces.using({"lowering_rules": _counting("lowering_rules", calls, lax.mul_p)}):
         assert not eager_loops._programs
-        lax.while_loop(lambda c: c < 10, body, X)
+        out = lax.while_loop(lambda c: c < 10, body, X)
     assert calls
+    np.testing.assert_equal(np.asarray(out), np.float32(16.0))
 
 
 def test_a_replaced_pass_runs_in_place_of_the_reference():
@@ -296,3 +315,63 @@ def test_jit_fast_path_only_with_the_reference_key():
         assert not f._fast_cache
     f(X)
     assert jit_module._fast_path and f._fast_cache
+
+
+def test_the_grader_names_the_program_for_a_dtype_blind_key():
+    from grader.checks import CheckFailed
+    from grader.pieces import Program, expect_same_with_pieces
+
+    program = Program("jit(f) on float32, then on int32: the second result's dtype",
+                      "def dtypes():\n    f = jax.jit(lambda x: x * 2)\n"
+                      "    f(jnp.ones(3, jnp.float32))\n"
+                      "    return str(f(jnp.ones(3, jnp.int32)).dtype)\n")
+    ns = {"my_key": _key_without_dtypes, "good_key": pieces.reference("cache_key")}
+    expect_same_with_pieces(ns, {"cache_key": "good_key"}, [program])
+    with pytest.raises(CheckFailed) as failure:
+        expect_same_with_pieces(ns, {"cache_key": "my_key"}, [program])
+    message = str(failure.value)
+    assert "with your my_key installed, jit(f) on float32, then on int32" in message
+    assert "float32" in message and "int32" in message
+    assert pieces.installed() == []
+
+
+def _holders() -> list[str]:
+    """What, other than a module's globals, holds a reference piece (the audit below)."""
+    import gc
+    import types
+
+    import minijax.compiler.numpy_backend  # noqa: F401  (the backends, imported lazily)
+    import minijax.compiler.xla_backend  # noqa: F401
+
+    objects = {id(pieces.current(name)): name for name, piece in pieces.PIECES.items()
+               if not piece.table}
+    namespaces = {id(vars(module)) for module in list(sys.modules.values()) if module}
+    holders = []
+    for holder in gc.get_referrers(*(pieces.current(n) for n in objects.values())):
+        if id(holder) in namespaces or isinstance(holder, (types.FrameType, type)):
+            continue
+        if holder is jit_module._REFERENCE_CACHE or holder == vars(core.Primitive):
+            continue  # the reference cache pair, which jit compares with; bind's class
+        if isinstance(holder, types.CellType) or isinstance(holder, tuple) and all(
+                isinstance(c, type) for c in holder):  # super()'s __class__, an MRO
+            continue
+        if type(holder).__name__ in objects.values():  # an instance: core.eval_trace
+            continue
+        held = [objects[id(x)] for x in gc.get_referents(holder) if id(x) in objects]
+        holders.append(f"a {type(holder).__name__} holding {held}")
+    return holders
+
+
+def test_nothing_but_module_globals_holds_a_piece():
+    """A piece bound anywhere else (a default argument, a table, a closure, an alias in a
+    tuple) would not be replaced by install: the public API would keep the reference. Run
+    in a fresh process, so that only what minijax itself holds counts."""
+    import pathlib
+    import subprocess
+
+    here = pathlib.Path(__file__).resolve().parent
+    script = (f"import sys; sys.path[:0] = [{str(here.parent)!r}, {str(here)!r}]\n"
+              "import test_pieces; print(test_pieces._holders())")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert result.stdout.strip() == "[]", result.stdout

@@ -76,7 +76,7 @@ def test_install_calls_are_read_from_source():
     assert install_calls("this is not python(") == []
 
 
-def test_install_refuses_a_stub_and_keeps_the_reference():
+def test_install_leaves_a_stub_out_and_using_runs_it(capsys):
     namespace: dict = {}
     source = ("def my_vjp(fun, *primals):\n    '''Your vjp.'''\n    raise NotImplementedError\n\n"
               "class MyTrace:\n    def process_primitive(self, p, args, params):\n"
@@ -87,7 +87,10 @@ def test_install_refuses_a_stub_and_keeps_the_reference():
     exec(compile(source, "<stub cell>", "exec"), namespace)
     for name, stub in (("vjp", namespace["my_vjp"]), ("JVPTrace", namespace["MyTrace"]),
                        ("jvp_rules", {jax.lax.sin_p: namespace["my_vjp"]})):
-        with pytest.raises(NotImplementedError, match="still the exercise's stub"):
-            pieces.install(name, stub)
+        pieces.install(name, stub)  # says so, and installs nothing
     assert pieces.installed() == []
+    with pieces.using({"vjp": namespace["my_vjp"]}):  # graded as it is: a stub raises
+        with pytest.raises(NotImplementedError):
+            jax.vjp(jnp.sin, 1.0)
     assert pieces.is_stub(namespace["my_vjp"]) and not pieces.is_stub(jnp.sin)
+    assert capsys.readouterr().out.count("still the exercise's stub") == 3

@@ -1,55 +1,39 @@
 """Checks for chapter 02, ``jax.numpy`` and ``jax.lax``.
 
-Every check feeds the learner's function minijax arrays and, where it matters, runs it under
-``minijax.make_jaxpr`` as well: code that only works on concrete values (a Python ``if`` or
-``for`` on an array, NumPy functions) fails there, exactly as it would under ``jit``.
+Five exercises are pieces of the engine ("Build it": the broadcasting shape rule, ``bind``, the
+evaluation trace, the join on the promotion lattice, ``fori_loop``). Each is graded by running
+programs of the public API that go through it -- ``jnp`` arithmetic, ``make_jaxpr``, ``grad``,
+``jit`` -- with the learner's piece installed (:mod:`grader.pieces`), against minijax's own
+pieces; a program's ``repr`` carries values, dtypes and weak types, and an error's type and
+message are compared as text.
 
-Expected values never come from the solution notebook: they are textbook formulas evaluated in
-float64 NumPy on safe inputs, numbers known by hand, or minijax's own reference functions
-(``lax.fori_loop``, ``dtypes.least_upper_bound``) that the test suite checks against JAX.
-Functions and lattices handed to the learner's code are wrapped so that messages show them as
-readable text.
+The other checks feed the learner's function minijax arrays and, where it matters, run it
+under ``minijax.make_jaxpr`` as well: code that only works on concrete values (a Python ``if``
+or ``for`` on an array, NumPy functions) fails there, exactly as it would under ``jit``.
+Their expected values are textbook formulas evaluated in float64 NumPy on safe inputs, or
+numbers known by hand; never the solution notebook.
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 
-import minijax
 import minijax.numpy as jnp
 from grader.checks import (
     CheckFailed,
     Namespace,
     Returned,
-    Shown,
-    brief,
     call,
-    call_each,
-    call_returned,
     exercise,
     expect_close,
     expect_dtype,
     expect_equal,
-    learner_function,
     part,
     probe,
-    reported,
 )
-from minijax import dtypes, lax
-
-
-class NamedLattice(dict):
-    """A lattice (a plain dict for the learner's code) that messages show by its name."""
-
-    def __init__(self, name: str, edges: dict[str, tuple[str, ...]]) -> None:
-        super().__init__(edges)
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
+from grader.pieces import Program, expect_same_with_pieces
 
 
 def traced(ns: Namespace, name: str, shown: str, *args: Any,
@@ -118,142 +102,187 @@ def check_logsumexp_lax(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# 2. A trace that counts primitives
+# Build it: programs that go through a piece
 # ---------------------------------------------------------------------------------------
 
 
-_THREE_STEPS = "def three_steps(v):\n    for _ in range(3):\n        v = 2 * v + 1\n    return v\n"
+def outcome(expression: str, within: str | None = None) -> Program:
+    """A program that evaluates ``expression`` (inside ``with within:``, if given) and returns
+    its ``repr`` -- for an array its values, dtype and weak type at once -- or the error it
+    raised, as text: an error's type and message are compared with the reference's too.
+    A stub's bare ``NotImplementedError`` goes through (the piece is not attempted); one with
+    a message is minijax's (``primitive cond has no eager implementation``), an error."""
+    body = f"return repr({expression})"
+    if within is not None:
+        body = f"with {within}:\n            {body}"
+    source = ("def program():\n"
+              "    try:\n"
+              f"        {body}\n"
+              "    except Exception as error:\n"
+              "        if type(error) is NotImplementedError and not error.args:\n"
+              "            raise\n"
+              "        return f'{type(error).__name__}: {error}'\n")
+    return Program(expression if within is None else f"with {within}: {expression}", source)
 
 
-def _three_steps(v: Any) -> Any:
-    for _ in range(3):
-        v = 2 * v + 1
-    return v
+def program(expression: str) -> Program:
+    """A program that returns ``expression``'s value (arrays are compared within tolerance)."""
+    return Program(expression, f"lambda: {expression}")
 
 
-@exercise("count_primitives", points=2, remote=True)
-def check_count_primitives(ns):
-    hint = ("subclass core.Trace with process_primitive(self, primitive, args, params) that "
-            "counts primitive.name, then computes with `with core.set_current_trace(None): "
-            "return primitive.bind(*args, **params)`; run f inside "
-            "`with core.set_current_trace(your_trace):`")
-    cases = [
-        ("lambda v: jnp.sin(v) * 2 + v", lambda v: jnp.sin(v) * 2 + v, None,
-         (jnp.arange(3.0),), np.sin(np.arange(3.0)) * 2 + np.arange(3.0),
-         {"sin": 1, "mul": 1, "add": 1}),
-        ("three_steps  # v = 2 * v + 1, three times", _three_steps, _THREE_STEPS,
-         (jnp.float32(1.0),), 15.0, {"mul": 3, "add": 3}),
-        ("lambda a, b: a @ b + a.sum()", lambda a, b: a @ b + a.sum(), None,
-         (jnp.ones((2, 3)), jnp.ones(3)), [9.0, 9.0],
-         {"dot_general": 1, "reduce_sum": 1, "add": 1}),
-    ]
-    learner_function(ns, "count_primitives")
-    for text, fun, source, args, value, counts in cases:
-        f = Shown(text, fun, source)
-        # called from the evaluation trace, which is restored whatever happens
-        got = call_returned(
-            lambda *a: probe(ns, "call_from_eval_trace", "count_primitives", *a),
-            "count_primitives", f, *args)
-        observed = got.value
-        got = Returned(got.call, observed["value"])
-        result = got.value
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise CheckFailed(f"{got.call} returned {brief(result)}; expected a pair "
-                              "(result of f, dict of counts)")
-        if f.calls != 1:
-            raise CheckFailed(f"{got.call} called f {f.calls} times; expected once -- hint: "
-                              "count while f really runs, under your trace")
-        expect_close(Returned(f"{got.call}[0]", result[0]), value,
-                     hint="the first element is what f returns")
-        found = dict(result[1]) if isinstance(result[1], dict) else result[1]
-        if found != counts:
-            raise CheckFailed(f"{got.call}[1] is {found!r}; expected {counts!r} -- hint: {hint}")
-        if not observed["restored"]:
-            raise CheckFailed(f"after {got.call} the current trace is still "
-                              f"{observed['trace_type']} -- hint: use "
-                              "`with core.set_current_trace(...)`, which restores the old one")
+def primitives_of(expression: str) -> Program:
+    """A program returning the primitives of the jaxpr that ``expression`` makes."""
+    return Program(f"the equations of {expression}",
+                   f"lambda: [e.primitive.name for e in ({expression}).jaxpr.eqns]")
+
+
+SIN_TIMES_X = "lambda x: jnp.sin(x) * x + 2"
+# Eager jnp, make_jaxpr, grad and jit: what each of this chapter's pieces carries.
+ENGINE = [
+    outcome(f"({SIN_TIMES_X})(jnp.arange(3.0))"),
+    program(f"str(jax.make_jaxpr({SIN_TIMES_X})(1.0))"),
+    program("jax.grad(lambda x: jnp.sin(x) * x)(1.0)"),
+    outcome(f"jax.jit({SIN_TIMES_X})(jnp.arange(3.0))"),
+]
 
 
 # ---------------------------------------------------------------------------------------
-# 3. The least upper bound on a lattice given as data
+# 2. The broadcasting shape rule of lax's elementwise primitives
 # ---------------------------------------------------------------------------------------
 
-DIAMOND = NamedLattice("DIAMOND", {"a": ("b", "c"), "b": ("d",), "c": ("d",), "d": ()})
-TWO_TOPS = NamedLattice("TWO_TOPS", {"a": ("c", "d"), "b": ("c", "d"), "c": (), "d": ()})
+
+@exercise("broadcast_shapes_trivially", points=3, remote=True,
+          replaces=("minijax.lax.base.broadcast_shapes_trivially",),
+          parts={"shapes that broadcast": 2, "shapes that do not": 1})
+def check_broadcast_shapes_trivially(ns):
+    installs = {"broadcast_shapes_trivially": "broadcast_shapes_trivially"}
+    with part("shapes that broadcast"):
+        expect_same_with_pieces(ns, installs, [
+            program("lax.mul(jnp.ones((2, 1)), jnp.ones((1, 3))).shape"),
+            program("lax.add(jnp.ones((2, 3)), jnp.ones((2, 3))).shape"),
+            program("lax.add(jnp.ones((2, 3)), 1.0).shape"),
+            program("lax.max(jnp.float32(1), jnp.float32(2)).shape"),
+            program("lax.add(jnp.ones((0, 3)), jnp.ones((1, 3))).shape"),
+            program("(jnp.ones((4, 1, 3)) + jnp.ones((5, 1))).shape"),
+            program("str(jax.make_jaxpr(lambda x, y: x * y)(jnp.ones((2, 3)), jnp.ones(3)))"),
+            program("jax.grad(lambda v: (v * jnp.ones((2, 3))).sum())(jnp.ones((1, 3)))"),
+            *ENGINE,
+        ], hint="scalars (shape ()) fit anything; the other shapes must have one length, and "
+                "in each position the sizes other than 1 must agree (all 1: the result is 1)")
+    with part("shapes that do not"):
+        expect_same_with_pieces(ns, installs, [
+            outcome("lax.add(jnp.ones((2, 3)), jnp.ones(3))"),
+            outcome("lax.add(jnp.ones((2, 3)), jnp.ones((3, 2)))"),
+            outcome("jnp.ones((2, 3)) * jnp.ones(4)"),
+            outcome("lax.pow(jnp.ones(2), jnp.ones(3))"),
+        ], hint="raise a TypeError with the message of section 1's errors: the rank message "
+                "names the set of ranks, the broadcasting one lists every shape")
 
 
-def _expect_no_bound(shown: str, outcome: dict[str, Any], why: str) -> None:
-    """``shown``, a call of the learner's least_upper_bound reported by ``call_each``, must have
-    raised a ValueError."""
-    if "ValueError" in outcome.get("kinds", ()):
-        return
-    if "raised" in outcome:
-        raise CheckFailed(f"{shown} raised {outcome['raised']}; expected a ValueError ({why})")
-    raise CheckFailed(f"{shown} returned {outcome['value']!r}; expected a ValueError ({why}) -- "
-                      "hint: collect the common upper bounds, and raise ValueError unless "
-                      "exactly one of them lies below all the others")
+# ---------------------------------------------------------------------------------------
+# 3. bind
+# ---------------------------------------------------------------------------------------
+
+
+@exercise("bind", points=2, remote=True)
+def check_bind(ns):
+    expect_same_with_pieces(ns, {"bind": "bind"}, [
+        *ENGINE,
+        outcome("lax.cond(jnp.float32(2.0) > 0, lambda u: u + 1, lambda u: u - 1, 2.0)"),
+        program("str(jax.make_jaxpr(lambda v: lax.fori_loop(0, v, lambda i, x: 2 * x, 1.0))(3))"),
+    ], hint="bind does not compute: it hands (self, args, params) to "
+            "core.current_trace().process_primitive and returns what that returns")
+
+
+# ---------------------------------------------------------------------------------------
+# 4. The evaluation trace
+# ---------------------------------------------------------------------------------------
+
+
+@exercise("EvalTrace", points=4, remote=True,
+          parts={"values, dtypes and weak types": 2, "errors on the line that caused them": 1,
+                 "control flow, grad and jit on top": 1})
+def check_eval_trace(ns):
+    installs = {"EvalTrace": "EvalTrace"}
+    with part("values, dtypes and weak types"):
+        expect_same_with_pieces(ns, installs, [
+            outcome("jnp.sin(jnp.arange(3.0)) * 2 + jnp.arange(3)"),
+            outcome("jnp.arange(3) + 1.5"),
+            outcome("jnp.asarray(1.0) * 2"),
+            outcome("jnp.int8(1) + 300"),
+            outcome("lax.div(-7, 2)"),
+            outcome("jnp.mean(jnp.ones((2, 3)), axis=0)"),
+            outcome("lax.sort((jnp.array([3, 1, 2]), jnp.array([1.0, 2.0, 3.0])), num_keys=1)"),
+        ], hint="compute out_avals = primitive.abstract_eval(*input avals, **params) and the "
+                "values with primitive.impl(*NumPy arrays, **params); each result becomes an "
+                "Array with its aval's weak type (runtime.put_numpy(value, weak_type))")
+    with part("errors on the line that caused them"):
+        expect_same_with_pieces(ns, installs, [
+            outcome("lax.add(jnp.ones(3), jnp.arange(3))"),
+            outcome("lax.add(jnp.ones((2, 3)), jnp.ones(3))"),
+            outcome("lax.mul(jnp.ones((2, 3)), 2)"),
+        ], hint="the shape rule raises these: run primitive.abstract_eval before the kernel")
+    with part("control flow, grad and jit on top"):
+        expect_same_with_pieces(ns, installs, [
+            outcome("lax.cond(jnp.float32(2.0) > 0, lambda u: u + 1, lambda u: u - 1, 2.0)"),
+            outcome("lax.while_loop(lambda c: c < 10, lambda c: c * 2, 1)"),
+            outcome("lax.fori_loop(0, 5, lambda i, x: x + i, 0.0)"),
+            *ENGINE,
+        ], hint="a primitive with an eager_rule (cond, while, scan, jit) is evaluated by "
+                "calling primitive.eager_rule(*args, **params), which binds other primitives")
+
+
+# ---------------------------------------------------------------------------------------
+# 5. The join on the promotion lattice
+# ---------------------------------------------------------------------------------------
+
+_TABLE = ("[f'{a.__name__} + {b.__name__} -> {jnp.promote_types(a, b)}' "
+          "for a in {dtypes} for b in {dtypes}]"
+          .replace("{dtypes}", "(np.bool_, np.uint8, np.uint32, np.uint64, np.int8, np.int32, "
+                   "np.int64, jnp.bfloat16, np.float16, np.float32, np.float64, np.complex64, "
+                   "int, float, complex)"))
+_X64 = 'jax.config.override("jax_enable_x64", True)'
+_STRICT = 'jax.numpy_dtype_promotion("strict")'
 
 
 @exercise("least_upper_bound", points=3, remote=True,
-          parts={"the dtype lattice, with and without x64": 1, "a lattice given as data": 1,
-                 "pairs without a least upper bound": 1})
+          replaces=("minijax.dtypes._least_upper_bound",),
+          parts={"jnp's promotion": 1, "with 64-bit types on": 1,
+                 "strict mode: no promotion path": 1})
 def check_least_upper_bound(ns):
-    hint = ("the upper bounds of a node are the node and everything reachable from it along "
-            "the lattice's edges; the join is the common upper bound whose own upper bounds "
-            "contain all the common ones")
-    learner_function(ns, "least_upper_bound")
-    with part("the dtype lattice, with and without x64"):
-        _expect_dtype_joins(ns, hint)
-    with part("a lattice given as data"):
-        expect_equal(call(ns, "least_upper_bound", "b", "c", DIAMOND), "d",
-                     hint="use the lattice you are given, not the dtype lattice")
-        expect_equal(call(ns, "least_upper_bound", "a", "d", DIAMOND), "d", hint=hint)
-        expect_equal(call(ns, "least_upper_bound", "c", "c", DIAMOND), "c",
-                     hint="a node is an upper bound of itself")
-    with part("pairs without a least upper bound"):
-        _expect_strict_joins(ns, hint)
-
-
-def _expect_dtype_joins(ns: Any, hint: str) -> None:
-    """Every pair of dtypes joins as minijax's promotion does, with x64 and without."""
-    x64 = NamedLattice("dtypes.LATTICE", dtypes.LATTICE)
-    x32 = NamedLattice("{**dtypes.LATTICE, **dtypes.X32_LATTICE_CHANGES}",
-                       {**dtypes.LATTICE, **dtypes.X32_LATTICE_CHANGES})
-    expect_equal(call(ns, "least_upper_bound", "u8", "i8", x64), "i16", hint=hint)
-    if dict(x64) != dtypes.LATTICE:
-        raise CheckFailed("least_upper_bound('u8', 'i8', dtypes.LATTICE) modified the lattice "
-                          "it was given; leave it alone")
-    pairs = list(itertools.product(dtypes.LATTICE, repeat=2))
-    for lattice, flags in [(x64, {"x64": True}), (x32, {"x64": False})]:
-        got = call_each(ns, "least_upper_bound", [(a, b, lattice) for a, b in pairs])
-        for (a, b), (shown, outcome) in zip(pairs, got):
-            want = dtypes.least_upper_bound(a, b, strict=False, **flags)
-            expect_equal(reported(shown, outcome, hint), want, hint=hint)
-
-
-def _expect_strict_joins(ns: Any, hint: str) -> None:
-    """On the strict lattice, and on one with two tops, a pair without a least upper bound
-    raises a ValueError; the other pairs join."""
-    strict = NamedLattice("dtypes.STRICT_LATTICE", dtypes.STRICT_LATTICE)
-    cases = []
-    for a, b in itertools.product(dtypes.LATTICE, repeat=2):
-        try:
-            cases.append((a, b, dtypes.least_upper_bound(a, b, strict=True, x64=True)))
-        except ValueError:
-            cases.append((a, b, None))  # no bound: a ValueError is expected
-    got = call_each(ns, "least_upper_bound", [(a, b, strict) for a, b, _ in cases]
-                    + [("a", "b", TWO_TOPS)])
-    for (_, _, want), (shown, outcome) in zip(cases, got):
-        if want is None:
-            _expect_no_bound(shown, outcome, "in strict mode they have no common upper bound")
-        else:
-            expect_equal(reported(shown, outcome, hint), want, hint=hint)
-    _expect_no_bound(*got[-1], "c and d are both upper bounds of a and b, and neither is "
-                     "below the other")
+    installs = {"least_upper_bound": "least_upper_bound"}
+    hint = ("the upper bounds of a node are the node and everything reachable from it along the "
+            "lattice's edges; the join is the common upper bound of all the nodes whose own "
+            "upper bounds contain all the common ones")
+    with part("jnp's promotion"):
+        expect_same_with_pieces(ns, installs, [
+            outcome("jnp.uint8(1) + jnp.int8(1)"),
+            outcome("jnp.float16(1) + jnp.bfloat16(1)"),
+            outcome("jnp.int32(1) + jnp.float16(1)"),
+            outcome("jnp.int8(1) + 1"),
+            outcome("jnp.arange(3) + 1.5"),
+            outcome("jnp.asarray(1.0) + jnp.asarray(2)"),
+            outcome("jnp.uint32(1) + jnp.int32(1)"),
+            Program("jnp.promote_types(a, b) for every pair of 15 dtypes", f"lambda: {_TABLE}"),
+        ], hint=hint)
+    with part("with 64-bit types on"):
+        expect_same_with_pieces(ns, installs, [
+            outcome("jnp.uint32(1) + jnp.int32(1)", within=_X64),
+            outcome("jnp.uint64(1) + jnp.int64(1)", within=_X64),
+            outcome("jnp.int64(1) + jnp.float32(1)", within=_X64),
+        ], hint=hint + "; with x64 on use the lattice without the 32-bit changes")
+    with part("strict mode: no promotion path"):
+        expect_same_with_pieces(ns, installs, [
+            outcome("jnp.ones(3) + jnp.arange(3)", within=_STRICT),
+            outcome("jnp.ones(3) + 1.0", within=_STRICT),
+            outcome("jnp.arange(3) + 1.0", within=_STRICT),
+            outcome("jnp.promote_types(jnp.int8, jnp.uint8)", within=_STRICT),
+        ], hint="when the nodes have no least upper bound, raise "
+                "dtypes.no_promotion_path(nodes), the TypePromotionError JAX raises")
 
 
 # ---------------------------------------------------------------------------------------
-# 4. A piecewise function that survives tracing
+# 6. A piecewise function that survives tracing
 # ---------------------------------------------------------------------------------------
 
 
@@ -285,56 +314,47 @@ def check_huber(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# 5. fori_loop with while_loop
+# 7. fori_loop, written with scan and while_loop
 # ---------------------------------------------------------------------------------------
 
-FACTORIAL = Shown("lambda i, acc: acc * i", lambda i, acc: acc * i)
-SQUARES = Shown("lambda i, acc: acc + i * i", lambda i, acc: acc + i * i)
-FIBONACCI = Shown("lambda i, ab: (ab[1], ab[0] + ab[1])", lambda i, ab: (ab[1], ab[0] + ab[1]))
-HALVE = Shown("lambda i, x: x / 2", lambda i, x: x / 2)
+_SQUARES = "lambda i, acc: acc + i * i"
 
 
-@exercise("fori_loop_via_while", points=3, remote=True, replaces=("minijax.lax.fori_loop",))
-def check_fori_loop_via_while(ns):
-    hint = ("carry (i, upper, val); cond_fun: i < upper; body_fun: (i + 1, upper, "
-            "body_fun(i, val)); return the val of the final carry")
-    cases = [(1, 6, FACTORIAL, 1), (0, 4, SQUARES, 0.0), (3, 7, SQUARES, 0),
-             (0, 10, FIBONACCI, (0, 1)), (0, 3, HALVE, jnp.float32(1.0)),
-             (5, 5, FACTORIAL, 7), (5, 2, SQUARES, 1.5)]
-    for lower, upper, body, init in cases:
-        got = call(ns, "fori_loop_via_while", lower, upper, body, init)
-        want = lax.fori_loop(lower, upper, body, init)
-        wanted = minijax.tree_util.tree_leaves(want)
-        leaves = minijax.tree_util.tree_leaves(got.value)
-        if len(leaves) != len(wanted):
-            raise CheckFailed(f"{got.call} returned {brief(got.value)}; expected {brief(want)}")
-        for leaf, expected in zip(leaves, wanted):
-            expect_equal(Returned(got.call, leaf), np.asarray(expected), hint=hint)
-            expect_dtype(Returned(got.call, leaf), expected.dtype, hint=hint)
-
-    jaxpr = traced(ns, "fori_loop_via_while",
-                   "minijax.make_jaxpr(fori_loop_via_while, static_argnums=(0, 2, 3))"
-                   f"(0, 5, {SQUARES!r}, 0)", 0, 5, SQUARES, 0, static_argnums=(0, 2, 3),
-                   evaluate=[jnp.int32(6)])
-    if "while" not in jaxpr["primitives"]:
-        raise CheckFailed(f"the jaxpr of fori_loop_via_while has no `while` equation:\n"
-                          f"{jaxpr['text']}\n-- hint: use lax.while_loop")
-    again = Returned("the jaxpr of fori_loop_via_while(0, n, ...) evaluated at n = 6",
-                     jaxpr["value"])
-    expect_equal(again, 55, hint=hint)
-
-    jaxpr = traced(ns, "fori_loop_via_while",
-                   "minijax.make_jaxpr(fori_loop_via_while, static_argnums=(0, 1, 2))"
-                   f"(0, 3, {HALVE!r}, 1.0)", 0, 3, HALVE, 1.0, static_argnums=(0, 1, 2))
-    names = jaxpr["primitives"]
-    if "while" not in names or "scan" in names:
-        raise CheckFailed(f"with bounds 0 and 3, the jaxpr of fori_loop_via_while has the "
-                          f"equations {names}; expected a `while` (and no `scan`) -- hint: use "
-                          "lax.while_loop, not lax.fori_loop")
+@exercise("fori_loop", points=3, remote=True, replaces=("minijax.lax.fori_loop",),
+          parts={"values, eagerly and under jit": 1,
+                 "a scan for bounds known while tracing, a while otherwise": 1,
+                 "grad through the loop": 1})
+def check_fori_loop(ns):
+    installs = {"fori_loop": "fori_loop"}
+    hint = ("with both bounds concrete (core.is_concrete), a lax.scan of upper - lower steps "
+            "carrying (i, val); otherwise a lax.while_loop carrying (i, upper, val)")
+    with part("values, eagerly and under jit"):
+        expect_same_with_pieces(ns, installs, [
+            outcome("lax.fori_loop(1, 6, lambda i, acc: acc * i, 1)"),
+            outcome(f"lax.fori_loop(3, 7, {_SQUARES}, 0.0)"),
+            outcome("lax.fori_loop(0, 10, lambda i, ab: (ab[1], ab[0] + ab[1]), (0, 1))"),
+            outcome("lax.fori_loop(5, 2, lambda i, x: x * 2, 1.5)"),
+            outcome(f"jax.jit(lambda n: lax.fori_loop(0, n, {_SQUARES}, 0))(6)"),
+            outcome("jax.jit(lambda x: lax.fori_loop(0, 3, lambda i, x: x / 2, x))(1.0)"),
+        ], hint=hint)
+    with part("a scan for bounds known while tracing, a while otherwise"):
+        expect_same_with_pieces(ns, installs, [
+            primitives_of(f"jax.make_jaxpr(lambda x: lax.fori_loop(0, 5, {_SQUARES}, x))(0)"),
+            primitives_of(f"jax.make_jaxpr(lambda n: lax.fori_loop(0, n, {_SQUARES}, 0))(5)"),
+            primitives_of(f"jax.make_jaxpr(lambda n: lax.fori_loop(n, 5, {_SQUARES}, 0))(0)"),
+        ], hint=hint)
+    with part("grad through the loop"):
+        expect_same_with_pieces(ns, installs, [
+            program("jax.grad(lambda a: lax.fori_loop(0, 5, lambda i, x: 0.5 * (x + a / x), "
+                    "a))(2.0)"),
+            program("jax.grad(lambda x: lax.fori_loop(1, 4, lambda i, x: jnp.sin(x) * i, x))"
+                    "(1.0)"),
+        ], hint="reverse mode needs a loop of known length: a scan, when the bounds are "
+                "concrete")
 
 
 # ---------------------------------------------------------------------------------------
-# 6. cumsum with scan
+# 8. cumsum with scan
 # ---------------------------------------------------------------------------------------
 
 

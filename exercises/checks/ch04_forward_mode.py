@@ -1,19 +1,21 @@
 """Checks for chapter 04, forward-mode automatic differentiation.
 
-Every check feeds the learner's code minijax arrays (or Python floats where the exercise is
-about plain numbers). Expected values are derivatives written out by hand as NumPy formulas
-in float64, never taken from the solution notebook; where an exercise rebuilds part of
-minijax (``jacfwd``), minijax's own function is a second reference.
+Exercises 1 to 4 build the engine's forward mode: the JVP trace, JVP rules, ``jvp`` and
+``jacfwd``. Each is graded by what it does to minijax: programs that use the public API
+(``jax.jvp``, ``jax.grad``, ``jax.hessian``, ``make_jaxpr``) run with the learner's piece
+installed and with minijax's own, and must agree (:mod:`grader.pieces`).
 
-The exercises are about *forward* mode, so while a learner's function runs, the
-transformations that would do the exercise for it (``jax.jacfwd`` where the point is to build
-it, and reverse mode, ``jax.grad`` and friends, everywhere) are replaced by stubs that raise
-``grader.checks.ForbiddenTransformation`` with a message naming what to use instead.
-Functions handed to the learner's code are ``grader.checks.Shown``: they show as readable
-text in messages and count their calls, so a check can tell "one forward pass" from "one
-pass per input".
+The other exercises use forward mode. Every check feeds the learner's code minijax arrays (or
+Python floats where the exercise is about plain numbers). Expected values are derivatives
+written out by hand as NumPy formulas in float64, never taken from the solution notebook.
+
+Those exercises are about *forward* mode, so while a learner's function runs, the
+transformations that would do the exercise for it (reverse mode, ``jax.grad`` and friends)
+are replaced by stubs that raise ``grader.checks.ForbiddenTransformation`` with a message
+naming what to use instead. Functions handed to the learner's code are ``grader.checks.Shown``:
+they show as readable text in messages and count their calls, so a check can tell "one forward
+pass" from "one pass per input".
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -31,26 +33,17 @@ from grader.checks import (
     exercise,
     expect_calls,
     expect_close,
-    expect_dtype,
     forbidding,
     learner_function,
     part,
     probe,
     show,
 )
+from grader.pieces import Program, expect_same_with_pieces
+from grader.plain import FunctionSource
 from minijax import lax
 
 REVERSE_MODE = ("grad", "value_and_grad", "vjp", "jacrev", "hessian", "linearize")
-
-
-def expect_pair(got: Returned, hint: str) -> tuple[Returned, Returned]:
-    """The two parts of a returned ``(primal_out, tangent_out)`` pair, as results to check."""
-    value = got.value
-    if not (isinstance(value, (tuple, list)) and len(value) == 2):
-        raise CheckFailed(f"{got.call} returned {value!r}; expected a pair "
-                          f"(primal_out, tangent_out) -- hint: {hint}")
-    return (Returned(f"the primal output of {got.call}", value[0]),
-            Returned(f"the tangent output of {got.call}", value[1]))
 
 
 def f64(x: Any) -> np.ndarray:
@@ -58,63 +51,211 @@ def f64(x: Any) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
-# 1. JVP rules for tanh, log and div
+# Build it: the JVP trace, JVP rules, jvp and jacfwd, graded by running the engine on them
 # ---------------------------------------------------------------------------------------
 
 
-RULE_HINTS = {
-    "tanh_jvp": "d tanh(x) = (1 - tanh(x)**2) dx: reuse the output y = jnp.tanh(x)",
-    "log_jvp": "d log(x) = dx / x",
-    "div_jvp": "the quotient rule: d(x / y) = dx / y - x dy / y**2",
+def _program(call: str, **args: Any) -> Program:
+    """The public-API use ``call`` of the named arguments, shown with their values."""
+    values = ", ".join(f"{name} = {show(value)}" for name, value in args.items())
+    return Program(f"{call} with {values}" if args else call, f"lambda {', '.join(args)}: {call}",
+                   tuple(args.values()))
+
+
+X3 = np.array([1.0, 2.0, 3.0], np.float32)
+T3 = np.array([0.5, -1.0, 2.0], np.float32)
+G = "lambda x1, x2: jnp.log(x1) + x1 * x2 - jnp.sin(x2)"  # chapter 03's g
+
+
+def _check_piece(ns: Any, piece: str, parts: dict[str, tuple[str, list[Program]]],
+                 first: Callable[[str], None] = lambda part_name: None) -> None:
+    """Each part's programs give the same results with the notebook's ``piece`` (the name it
+    has in minijax) installed as with minijax's own; ``parts`` holds, by part, the hint and
+    the programs; ``first(part)`` may check more first."""
+    for name, (hint, programs) in parts.items():
+        with part(name):
+            first(name)
+            expect_same_with_pieces(ns, {piece: piece}, programs, hint=hint)
+
+
+TRACE_PARTS = {
+    "jvp": (
+        "split each argument with to_primal_tangent, run jvp_rules[primitive] under "
+        "self.rule_trace, and wrap the primal and tangent it returns with self.lift",
+        [
+            _program("jax.jvp(lambda x: jnp.sum(jnp.sin(x) * x), (x,), (t,))", x=X3, t=T3),
+            _program(f"jax.jvp({G}, (x1, x2), (t1, t2))", x1=np.float32(2), x2=np.float32(5),
+                     t1=np.float32(2), t2=np.float32(-1)),
+            _program("jax.jvp(lambda x: jnp.sin(x) * x if x > 0 else -x, (x,), (t,))",
+                     x=np.float32(-2), t=np.float32(1)),
+            _program("jax.jvp(lambda x: jnp.exp(x) * jnp.cos(x[::-1]), (x,), (t,))", x=X3, t=T3),
+        ],
+    ),
+    "symbolic_zeros": (
+        "a value that is not one of this trace's tracers is a constant: its tangent "
+        "is Zero.like(x); when every tangent is a Zero, bind the primitive on the "
+        "primals under self.parent and return that",
+        [
+            _program(f"str(jax.make_jaxpr(lambda x1, t1: jax.jvp(lambda a: ({G})(a, x2), (x1,), "
+                     "(t1,)))(x1, t1))", x1=np.float32(2), t1=np.float32(1), x2=np.float32(5)),
+            _program("jax.jvp(lambda x, y: (x * 2.0, jnp.cos(y)), (x, y), (t, t))", x=X3, y=X3,
+                     t=T3),
+        ],
+    ),
+    "grad_and_nesting": (
+        "grad runs your trace with a rule_trace that records tangents: run the rule "
+        "under self.rule_trace and the all-zero case under self.parent; a tracer of "
+        "another trace is a constant here",
+        [
+            _program("jax.grad(lambda x: jnp.sum(jnp.sin(x) * x))(x)", x=X3),
+            _program("jax.jit(jax.grad(lambda x: jnp.sum(jnp.log(x) / x * jnp.cos(x))))(x)",
+                     x=X3),
+            _program("jax.jvp(lambda x: jax.jvp(jnp.sin, (x,), (1.0,))[1], (x,), (1.0,))",
+                     x=np.float32(1)),
+            _program("jax.hessian(lambda x: jnp.sum(jnp.exp(x) * x[0]))(x)", x=X3),
+        ],
+    ),
 }
 
 
-def _check_rule(ns: Any, name: str, args: tuple, value: np.ndarray, tangent: np.ndarray,
-                reference: tuple) -> None:
-    """Rule ``name`` is one part of the exercise: a wrong rule costs its own points only."""
-    hint = RULE_HINTS[name]
-    instead = "write the derivative formula with jnp (or lax) functions"
-    with part(name):
-        with forbidding(minijax, "jvp", "jacfwd", *REVERSE_MODE, instead=instead):
-            got = call(ns, name, *args)
-        primal_out, tangent_out = expect_pair(got, hint)
-        expect_close(primal_out, value, rtol=1e-5,
-                     hint="the primal output is the function's value")
-        expect_close(tangent_out, tangent, rtol=1e-5, atol=1e-6, hint=hint)
-        expect_dtype(tangent_out, np.float32,
-                     hint="float32 in, float32 out: use jnp functions, not float64 NumPy")
-        expect_close(tangent_out, reference[1], rtol=1e-5, atol=1e-6,
-                     hint=f"{hint}; minijax.jvp gives this tangent")
+@exercise("JVPTrace", points=4, remote=True,
+          parts={"jvp": 1.5, "symbolic_zeros": 1, "grad_and_nesting": 1.5})
+def check_jvp_trace(ns):
+    _check_piece(ns, "JVPTrace", TRACE_PARTS)
 
 
-@exercise("jvp_rules", points=2, remote=True,
-          parts={"tanh_jvp": 0.5, "log_jvp": 0.5, "div_jvp": 1})
+RULE_PARTS = {
+    "sin_cos_exp": (
+        "d sin x = cos x dx, d cos x = -sin x dx, d exp x = exp x dx: multiply the "
+        "tangent by the derivative, with lax functions",
+        [
+            _program("jax.jvp(jnp.sin, (x,), (t,))", x=X3, t=T3),
+            _program("jax.jvp(jnp.cos, (x,), (t,))", x=X3, t=T3),
+            _program("jax.jvp(jnp.exp, (x,), (t,))", x=X3, t=T3),
+            _program("jax.grad(lambda x: jnp.sum(jnp.exp(jnp.sin(x)) + jnp.cos(x)))(x)", x=X3),
+        ],
+    ),
+    "log_tanh": (
+        "d log x = dx / x; d tanh x = (1 - tanh(x)**2) dx",
+        [
+            _program("jax.jvp(jnp.log, (x,), (t,))", x=X3, t=T3),
+            _program("jax.jvp(jnp.tanh, (x,), (t,))", x=X3, t=T3),
+            _program("jax.grad(lambda x: jnp.sum(jnp.tanh(jnp.log(x))))(x)", x=X3),
+        ],
+    ),
+    "mul_div": (
+        "the product rule d(xy) = dx y + x dy and the quotient rule d(x/y) = dx / y -"
+        " x dy / y**2; an input whose tangent is a Zero adds no term (add_tangents "
+        "skips Zeros)",
+        [
+            _program("jax.jvp(lambda x, y: x * y / (x + y), (x, y), (t, t))", x=X3, y=X3[::-1],
+                     t=T3),
+            _program("jax.jvp(lambda x: (x * 3.0, 3.0 / x, x / 3.0), (x,), (t,))", x=X3, t=T3),
+            _program("jax.grad(lambda x, y: jnp.sum(x * y / (1.0 + y)), argnums=(0, 1))(x, y)",
+                     x=X3, y=T3),
+            _program("jax.grad(jax.grad(lambda x: x * x * x / (1.0 + x)))(x)", x=np.float32(2)),
+        ],
+    ),
+}
+
+
+@exercise("jvp_rules", points=3, remote=True,
+          parts={"sin_cos_exp": 1, "log_tanh": 1, "mul_div": 1})
 def check_jvp_rules(ns):
-    x = np.array([-2.0, -0.5, 0.0, 0.3, 1.5], np.float32)
-    t = np.array([1.0, 2.0, -1.0, 0.5, 3.0], np.float32)
-    xa, ta = jnp.asarray(x), jnp.asarray(t)
-    reference = minijax.jvp(jnp.tanh, (xa,), (ta,))
-    y = np.tanh(f64(x))
-    _check_rule(ns, "tanh_jvp", (xa, ta), y, (1 - y**2) * f64(t), reference)
+    if "jvp_rules" not in ns:
+        raise CheckFailed("jvp_rules is not defined: did you run the cell that defines it?")
+    written = set(probe(ns, "observe", FunctionSource(_RULES_WRITTEN)))
+    _check_piece(ns, "jvp_rules", RULE_PARTS,
+                 lambda part_name: _expect_rules(written, part_name.split("_")))
 
-    x = np.array([0.25, 1.0, 2.0, 10.0], np.float32)
-    t = np.array([1.0, -1.0, 0.5, 2.0], np.float32)
-    xa, ta = jnp.asarray(x), jnp.asarray(t)
-    reference = minijax.jvp(jnp.log, (xa,), (ta,))
-    _check_rule(ns, "log_jvp", (xa, ta), np.log(f64(x)), f64(t) / f64(x), reference)
 
-    x = np.array([1.0, -2.0, 3.0, 0.5], np.float32)
-    y = np.array([2.0, 4.0, -1.5, 0.25], np.float32)
-    tx = np.array([1.0, 0.0, 2.0, -1.0], np.float32)
-    ty = np.array([0.0, 1.0, 1.0, 0.5], np.float32)
-    args = tuple(jnp.asarray(a) for a in (x, y, tx, ty))
-    reference = minijax.jvp(jnp.divide, args[:2], args[2:])
-    x, y, tx, ty = map(f64, (x, y, tx, ty))
-    _check_rule(ns, "div_jvp", args, x / y, tx / y - x * ty / y**2, reference)
+_RULES_WRITTEN = """def rules_written(ns):
+    return sorted(primitive.name for primitive in ns["jvp_rules"]
+                  if hasattr(primitive, "name"))
+"""
+
+
+def _expect_rules(written: set[str], names: list[str]) -> None:
+    """The part's primitives are all in the learner's table (none of them: not attempted)."""
+    missing = [name for name in names if name not in written]
+    if len(missing) == len(names):
+        raise NotImplementedError(f"jvp_rules has no rule for {', '.join(names)} yet")
+    if missing:
+        raise CheckFailed(f"jvp_rules has no rule for {', '.join(missing)}: add "
+                          f"{', '.join(f'lax.{name}_p' for name in missing)}")
+
+
+PARAMS = {"w": np.array([1.0, 2.0], np.float32), "b": np.float32(0.5)}
+DIRECTION = {"w": np.array([1.0, 0.0], np.float32), "b": np.float32(0.0)}
+JVP_PARTS = {
+    "arrays": (
+        "make the tangents arrays (jnp.asarray), run ad.jvp_flat, and turn the output"
+        " tangents that are Zero into arrays (ad.instantiate)",
+        [
+            _program("jax.jvp(lambda x: jnp.sum(jnp.sin(x) * x), (x,), (t,))", x=X3, t=T3),
+            _program("jax.jvp(lambda x: x ** 2, (3.0,), (1.0,))"),
+            _program("jax.jvp(lambda x: jnp.ones(3), (x,), (t,))  # a constant output", x=X3,
+                     t=T3),
+        ],
+    ),
+    "pytrees": (
+        "flatten primals and tangents with tree_flatten, unflatten the flat arguments"
+        " before calling fun, flatten its output (keeping its tree) and unflatten "
+        "both results with that tree",
+        [
+            _program("jax.jvp(lambda p: jnp.tanh(jnp.array([0.5, -1.0]) @ p['w'] + p['b']), "
+                     "(params,), (direction,))", params=PARAMS, direction=DIRECTION),
+            _program("jax.jvp(lambda a, b: {'sum': a[0] + b, 'pair': (a[1] * b, b)}, "
+                     "([x, x], y), ([t, t], t))", x=X3, y=X3[::-1], t=T3),
+            _program("jax.jacfwd(lambda x: jnp.sin(x) * x[0])(x)", x=X3),
+        ],
+    ),
+}
+
+
+@exercise("jvp", points=2, remote=True, parts={"arrays": 1, "pytrees": 1})
+def check_jvp(ns):
+    _check_piece(ns, "jvp", JVP_PARTS)
+
+
+H = "lambda x: jnp.stack([x[0] * x[1] + x[2], x[0] ** 2 * x[2]])"  # section 4's h
+JACFWD_PARTS = {
+    "jacobians": (
+        "one jvp per input direction, all at once: vmap a jvp over the rows of an "
+        "identity (shaped like x), with out_axes=-1, then reshape the last axis to "
+        "x.shape",
+        [
+            _program(f"jax.jacfwd({H})(x)", x=X3),
+            _program("jax.jacfwd(lambda x: jnp.outer(x, x))(x)  # a matrix output", x=X3),
+            _program("jax.jacfwd(lambda t: jnp.sin(jnp.arange(1.0, 5.0) * t))(t)  # a scalar input",
+                     t=np.float32(0.5)),
+            _program("jax.jacfwd(lambda m: jnp.sum(m @ m))(m)  # a matrix input",
+                     m=np.arange(4, dtype=np.float32).reshape(2, 2)),
+            Program("the number of calls of f = lambda x: jnp.sin(x) * x by jax.jacfwd(f)(x), "
+                    f"with x = {show(X3)} (vmap traces f once)",
+                    "lambda x: (lambda calls: [jax.jacfwd(lambda x: calls.append(x) or "
+                    "jnp.sin(x) * x)(x), len(calls)][1])([])", (X3,)),
+        ],
+    ),
+    "argnums_and_hessian": (
+        "differentiate the argument args[argnums] only, the others held fixed; "
+        "jax.hessian calls jacfwd(g, argnums, has_aux=..., holomorphic=...)",
+        [
+            _program("jax.jacfwd(lambda a, b: a * jnp.sin(b), argnums=1)(a, b)", a=X3, b=T3),
+            _program("jax.hessian(lambda x: jnp.sum(x ** 3) * x[0])(x)", x=X3),
+            _program("jax.jacfwd(jax.jacfwd(lambda x: jnp.prod(jnp.sin(x))))(x)", x=X3),
+        ],
+    ),
+}
+
+
+@exercise("jacfwd", points=2, remote=True, parts={"jacobians": 1, "argnums_and_hessian": 1})
+def check_jacfwd(ns):
+    _check_piece(ns, "jacfwd", JACFWD_PARTS)
 
 
 # ---------------------------------------------------------------------------------------
-# 2. Dual numbers of second order
+# 5. Dual numbers of second order
 # ---------------------------------------------------------------------------------------
 
 
@@ -185,7 +326,7 @@ def check_dual2(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# 3. Directional derivative
+# 6. Directional derivative
 # ---------------------------------------------------------------------------------------
 
 
@@ -210,43 +351,7 @@ def check_directional_derivative(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# 4. jacfwd from jvp
-# ---------------------------------------------------------------------------------------
-
-
-@exercise("jacfwd_from_jvp", points=2, remote=True)
-def check_jacfwd_from_jvp(ns):
-    hint = ("column j of the Jacobian is jax.jvp(f, (x,), (e_j,))[1], e_j the j-th row of "
-            "jnp.eye(n); stack the columns along a new last axis (jnp.stack(..., axis=-1))")
-    x3 = np.array([1.0, 2.0, 3.0])
-    x4 = np.array([0.5, -1.0, 2.0, 0.25])
-    cases = [
-        ("lambda x: jnp.stack([x[0] * x[1] + x[2], x[0] ** 2 * x[2]])",
-         lambda x: jnp.stack([x[0] * x[1] + x[2], x[0] ** 2 * x[2]]), x3,
-         np.array([[x3[1], x3[0], 1.0], [2 * x3[0] * x3[2], 0.0, x3[0] ** 2]])),
-        ("lambda x: jnp.sin(x) * x[0]", lambda x: jnp.sin(x) * x[0], x4,
-         np.diag(np.cos(x4) * x4[0]) + np.outer(np.sin(x4), np.eye(4)[0])),
-        ("lambda x: jnp.sum(jnp.exp(x))  # a scalar output", lambda x: jnp.sum(jnp.exp(x)), x4,
-         np.exp(x4)),
-        ("lambda x: jnp.outer(x, x)  # a matrix output", lambda x: jnp.outer(x, x), x3,
-         np.einsum("ik,j->ijk", np.eye(3), x3) + np.einsum("i,jk->ijk", x3, np.eye(3))),
-    ]
-    for text, fun, x, expected in cases:
-        f = Shown(text, fun)
-        xa = jnp.asarray(x, jnp.float32)
-        reference = minijax.jacfwd(fun)(xa)
-        with forbidding(minijax, "jacfwd", *REVERSE_MODE,
-                        instead="build the Jacobian from jax.jvp"):
-            got = call(ns, "jacfwd_from_jvp", f, xa)
-        shape = "output.shape + (n,)"
-        expect_close(got, expected, rtol=1e-5, atol=1e-6, hint=f"{hint}; the shape is {shape}")
-        expect_close(got, reference, rtol=1e-5, atol=1e-6,
-                     hint="minijax.jacfwd gives this Jacobian")
-        expect_calls(got, f, len(x), "one jvp, so one call of f, per input")
-
-
-# ---------------------------------------------------------------------------------------
-# 5. Newton's method with jvp
+# 7. Newton's method with jvp
 # ---------------------------------------------------------------------------------------
 
 
@@ -278,7 +383,7 @@ def check_newton_root(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# 6. Forward-mode Hessian-vector product
+# 8. Forward-mode Hessian-vector product
 # ---------------------------------------------------------------------------------------
 
 

@@ -1,10 +1,17 @@
 """Checks for chapter 05, reverse mode.
 
-Expected values are derivatives worked out by hand and evaluated in float64 NumPy (or, for
-``difference_transpose``, also minijax's own ``jax.vjp``, which the test suite checks against
-JAX), never taken from the solution notebook. Functions handed to the learner's code are
-:class:`Shown` objects: they print as readable source in messages and count their calls, so a
-check can tell "one linearization" (one call) from "one evaluation per direction" (many).
+The "Build it" exercises (``linearize``, ``transpose_rules``, ``backward_pass``,
+``vjp_and_grad``) grade a piece of the engine the learner wrote by what it does to the
+engine: each program below (a use of the public API that goes through the piece) runs in the
+learner's process with the piece installed and here on minijax's own pieces, and the two
+results must agree (:func:`grader.pieces.expect_same_with_pieces`).
+
+For the other exercises, expected values are derivatives worked out by hand and evaluated in
+float64 NumPy (or, for ``difference_transpose``, also minijax's own ``jax.vjp``, which the
+test suite checks against JAX), never taken from the solution notebook. Functions handed to
+the learner's code are :class:`Shown` objects: they print as readable source in messages and
+count their calls, so a check can tell "one linearization" (one call) from "one evaluation
+per direction" (many).
 """
 
 from __future__ import annotations
@@ -26,9 +33,12 @@ from grader.checks import (
     expect_calls,
     expect_close,
     forbidding,
+    part,
     probe,
     show,
 )
+from grader.pieces import Program, expect_same_with_pieces
+from grader.plain import FunctionSource
 from minijax import lax
 
 
@@ -43,7 +53,7 @@ def expect_float32_array(got: Returned, shape: tuple[int, ...], hint: str) -> No
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 1: the backward pass of a tape
+# The backward pass of a tape
 # ---------------------------------------------------------------------------------------
 
 
@@ -82,7 +92,121 @@ def check_tape_gradient(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 2: the transpose of a linear function
+# Build it: the pieces of reverse mode, graded by running programs on them (grader.pieces)
+# ---------------------------------------------------------------------------------------
+
+# The points every program is evaluated at: float32, as the learner's notebook makes them.
+_X = np.array([0.5, -1.0, 2.0], np.float32)
+_Y = np.array([1.5, 2.0, -0.5], np.float32)
+_W = np.array([[0.5, -1.0], [2.0, 0.25], [-0.5, 1.5]], np.float32)
+_B = np.array([0.1, -0.2], np.float32)
+_SHOWN = {"x": _X, "y": _Y, "w": _W, "b": _B}
+
+
+def _program(text: str, *names: str) -> Program:
+    """The program ``text``, a use of the public API, run on the points named in ``names``
+    (``x``, ``y``, ``w``, ``b``); messages show their values after the program."""
+    points = ", ".join(f"{name} = {show(jnp.asarray(_SHOWN[name]))}" for name in names)
+    shown = f"{text}  (with {points})" if names else text
+    return Program(shown, f"lambda {', '.join(names)}: {text}",
+                   tuple(_SHOWN[name] for name in names))
+
+
+def _run_parts(ns: Any, installs: dict[str, str], programs: list[tuple[str, Program]],
+               hint: str) -> None:
+    """Each part's programs on the learner's pieces, against minijax's own."""
+    for name, program in programs:
+        with part(name):
+            expect_same_with_pieces(ns, installs, [program], hint=hint)
+
+
+_SIN_X = "jnp.sum(jnp.sin(x) * x)"
+_LOSS_BODY = "jnp.sum(jnp.tanh(x @ p['w'] + p['b']))"
+_LOSS = f"lambda p: {_LOSS_BODY}"
+_PARAMS = "{'w': w, 'b': b}"
+
+LINEARIZE_PROGRAMS = [
+    ("values and the linear function", _program(
+        f"(lambda out: (out[0], out[1](y)))(jax.linearize(lambda x: {_SIN_X}, x))", "x", "y")),
+    ("values and the linear function", _program("jax.grad(lambda x: x * x)(3.0)")),
+    ("the linear jaxpr", _program(
+        f"str(jax.make_jaxpr(jax.linearize(lambda x: {_SIN_X}, x)[1])(x))", "x")),
+    ("the linear jaxpr", _program(  # x * 2.0's tangent is computed, but nothing needs it
+        "str(jax.make_jaxpr(jax.linearize(lambda x: [x * 2.0, jnp.sin(x)][1], x)[1])(x))", "x")),
+    ("inputs and outputs without tangents", _program(
+        "jax.vjp(lambda x, y: (x * 2.0, jnp.float32(1.0)), x, y)[1]((x, jnp.float32(1.0)))",
+        "x", "y")),
+    ("inputs and outputs without tangents", _program(
+        "jax.vjp(lambda x, n: x * n, x, 3)[1](y)[0]", "x", "y")),
+    ("inside jit", _program(f"jax.jit(jax.grad(lambda x: {_SIN_X}))(x)", "x")),
+]
+
+
+@exercise("linearize", points=3, remote=True,
+          parts={"values and the linear function": 1, "the linear jaxpr": 1,
+                 "inputs and outputs without tangents": 0.5, "inside jit": 0.5})
+def check_linearize(ns):
+    hint = ("tangents are pe.new_arg(aval) for differentiable inputs and Zero(tangent_aval(aval)) "
+            "for the others; run ad.jvp_flat(fun, primals, tangents, rule_trace=pe); keep the "
+            "outputs whose tangent is not a Zero; instantiate them under the parent trace, and "
+            "without_dead_code(pe.to_jaxpr(...)) is the linear jaxpr")
+    _run_parts(ns, {"linearize_flat": "linearize_flat"}, LINEARIZE_PROGRAMS, hint)
+
+
+# The primitives whose transpose rules the learner writes.
+TRANSPOSED = ("add", "add_any", "sub", "neg", "mul", "reduce_sum", "broadcast_in_dim")
+
+_OBSERVE_RULES = '''\
+def rules_given(ns):
+    table = ns.get("transpose_rules")
+    if not isinstance(table, dict):
+        return type(table).__name__
+    return sorted(getattr(primitive, "name", repr(primitive)) for primitive in table)
+'''
+
+TRANSPOSE_PROGRAMS = [
+    ("mul and add_any", _program("jax.grad(lambda x: x * x)(3.0)")),
+    ("mul and add_any", _program("jax.grad(lambda x: jnp.sin(x) * x)(0.7)")),
+    ("mul and add_any", _program("jax.grad(lambda s: jnp.sum(s * x))(2.0)", "x")),
+    ("add, sub and neg", _program("jax.grad(lambda x: jnp.sum(x - 2.0 * x + (-x) * y))(x)",
+                                  "x", "y")),
+    ("add, sub and neg", _program("jax.grad(lambda x, y: jnp.sum(y - (x + 1.0)), argnums=1)(x, y)",
+                                  "x", "y")),
+    ("add, sub and neg", _program(
+        "jax.grad(lambda p: jnp.sum(jnp.tanh(w @ p['v'] + p['c'])))({'v': b[:, None], 'c': b[:1]})",
+        "w", "b")),
+    ("reduce_sum and broadcast_in_dim", _program(f"jax.grad(lambda x: {_SIN_X})(x)", "x")),
+    ("reduce_sum and broadcast_in_dim", _program(
+        "jax.grad(lambda w: jnp.sum(jnp.broadcast_to(w, (3, 4)) ** 2))(w[:, :1])", "w")),
+    ("reduce_sum and broadcast_in_dim", _program(
+        "jax.grad(lambda w: jnp.sum(jnp.sum(w, axis=0) * b))(w)", "w", "b")),
+    ("reduce_sum and broadcast_in_dim", _program(
+        f"jax.jit(jax.grad(lambda x: {_SIN_X}))(x)", "x")),
+]
+
+
+@exercise("transpose_rules", points=4, remote=True,
+          parts={"mul and add_any": 1.5, "add, sub and neg": 1,
+                 "reduce_sum and broadcast_in_dim": 1.5})
+def check_transpose_rules(ns):
+    given = probe(ns, "observe", FunctionSource(_OBSERVE_RULES))
+    if isinstance(given, str):
+        raise CheckFailed(f"transpose_rules is a {given}; expected a dict {{primitive: rule}}")
+    missing = [name for name in TRANSPOSED if name not in given]
+    if missing:
+        raise CheckFailed(f"transpose_rules has no rule for {', '.join(missing)}: the exercise "
+                          f"asks for {', '.join(TRANSPOSED)}")
+    hint = ("each rule returns one cotangent per input, None for an input that is not an "
+            "UndefinedPrimal: mul passes ct times the other factor, add passes ct to both, "
+            "sub and neg flip the sign; reduce_sum broadcasts ct back over the summed axes, "
+            "broadcast_in_dim sums ct over the axes it created or stretched (then reshapes); "
+            "where an elementwise operand was a scalar or had a size-1 axis, sum ct over the "
+            "axes it was stretched along")
+    _run_parts(ns, {"transpose_rules": "transpose_rules"}, TRANSPOSE_PROGRAMS, hint)
+
+
+# ---------------------------------------------------------------------------------------
+# The transpose of a linear function
 # ---------------------------------------------------------------------------------------
 
 
@@ -131,7 +255,83 @@ def check_difference_transpose(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 3: jacrev from vjp
+# Build it: backward_pass, vjp, grad and value_and_grad
+# ---------------------------------------------------------------------------------------
+
+BACKWARD_PROGRAMS = [
+    ("a variable used twice", _program("jax.grad(lambda x: x * x)(3.0)")),
+    ("a variable used twice", _program(f"jax.grad(lambda x: {_SIN_X})(x)", "x")),
+    ("a variable used twice", _program("jax.grad(lambda x: jnp.sum(x * x * x))(x)", "x")),
+    ("several inputs and outputs", _program(
+        "jax.grad(lambda x, y: jnp.dot(x, y) + jnp.sum(x), argnums=(0, 1))(x, y)", "x", "y")),
+    ("several inputs and outputs", _program(
+        "jax.vjp(lambda x: (x * x, jnp.cos(x)), x)[1]((y, x))", "x", "y")),
+    ("several inputs and outputs", _program(f"jax.grad({_LOSS})({_PARAMS})", "x", "w", "b")),
+    ("transformed again", _program(f"jax.jit(jax.grad(lambda x: {_SIN_X}))(x)", "x")),
+    ("transformed again", _program("jax.grad(jax.grad(jnp.sin))(1.0)")),
+    ("transformed again", _program("jax.hessian(lambda x: jnp.sum(x ** 3))(x)", "x")),
+]
+
+
+@exercise("backward_pass", points=4, remote=True,
+          parts={"a variable used twice": 2, "several inputs and outputs": 1,
+                 "transformed again": 1})
+def check_backward_pass(ns):
+    hint = ("evaluate the equations that no linear input reaches forwards first; then visit "
+            "the others last to first: pop the cotangents of the outputs, call the rule with "
+            "UndefinedPrimal(aval) for each linear input, and ADD each returned cotangent to "
+            "what its variable already has (add_tangents), since a variable used twice "
+            "receives two")
+    _run_parts(ns, {"backward_pass": "backward_pass"}, BACKWARD_PROGRAMS, hint)
+
+
+VJP_PROGRAMS = [
+    ("vjp", _program("(lambda out: (out[0], out[1](y)))(jax.vjp(lambda x: jnp.sin(x) * x, x))",
+                     "x", "y")),
+    ("vjp", _program(
+        "jax.vjp(lambda p: {'a': p[0] * p[1], 'b': jnp.sum(p[1])}, (x, y))[1]"
+        "({'a': x, 'b': jnp.float32(1.0)})", "x", "y")),
+    ("vjp", _program(
+        "(lambda out: (out[0], out[1](y), out[2]))"
+        "(jax.vjp(lambda x: (jnp.sin(x), jnp.cos(x)), x, has_aux=True))", "x", "y")),
+    ("vjp", _program(f"jax.grad({_LOSS})({_PARAMS})", "x", "w", "b")),
+    ("grad", _program("jax.grad(lambda x: x * x)(3.0)")),
+    ("grad", _program(f"jax.grad({_LOSS})({_PARAMS})", "x", "w", "b")),
+    ("grad", _program("jax.grad(lambda x, y: jnp.dot(x, y) * 2.0, argnums=1)(x, y)", "x", "y")),
+    ("grad", _program("jax.grad(lambda x, y: jnp.dot(x, y), argnums=(0, 1))(x, y)", "x", "y")),
+    ("grad", _program("jax.grad(lambda x: (jnp.sum(x * x), x + 1.0), has_aux=True)(x)", "x")),
+    ("grad", _program(f"jax.jit(jax.grad(lambda x: {_SIN_X}))(x)", "x")),
+    ("value_and_grad", _program(f"jax.value_and_grad(lambda x: {_SIN_X})(x)", "x")),
+    ("value_and_grad", _program(
+        f"jax.value_and_grad(lambda p, x: {_LOSS_BODY})({_PARAMS}, x)", "x", "w", "b")),
+    ("value_and_grad", _program(
+        "jax.value_and_grad(lambda x, y: jnp.sum(x * y), argnums=(0, 1))(x, y)", "x", "y")),
+    ("value_and_grad", _program(
+        "jax.value_and_grad(lambda x: (jnp.sum(x * x), x * 2.0), has_aux=True)(x)", "x")),
+]
+
+
+@exercise("vjp_and_grad", points=4, remote=True,
+          parts={"vjp": 2, "grad": 1, "value_and_grad": 1})
+def check_vjp_and_grad(ns):
+    hints = {
+        "vjp": "flatten the primals (tree_flatten), linearize _FlatFunction(fun, in_tree, "
+               "has_aux) with autodiff.linearize_flat; vjp_fun flattens its cotangent, calls "
+               "lin.transpose and unflattens with in_tree into a tuple",
+        "grad": "call value_and_grad and keep the gradient (and the auxiliary output with "
+                "has_aux)",
+        "value_and_grad": "differentiate a function of the argnums arguments only (the others "
+                          "fixed) with jax.vjp, and call its vjp_fun with a 1.0 shaped like the "
+                          "value (lax.full_like); an int argnums gives one gradient, a tuple a "
+                          "tuple",
+    }
+    for name, program in VJP_PROGRAMS:
+        with part(name):
+            expect_same_with_pieces(ns, {name: name}, [program], hint=hints[name])
+
+
+# ---------------------------------------------------------------------------------------
+# jacrev from vjp
 # ---------------------------------------------------------------------------------------
 
 
@@ -174,40 +374,7 @@ def check_jacrev_from_vjp(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 4: Newton's method
-# ---------------------------------------------------------------------------------------
-
-
-@exercise("newton_minimize", points=2, remote=True)
-def check_newton_minimize(ns):
-    a = np.array([[3.0, 1.0], [1.0, 2.0]])
-    b = np.array([1.0, -1.0])
-    quadratic = Shown("lambda x: 0.5 * x @ A @ x - b @ x  (A = [[3, 1], [1, 2]], b = [1, -1])",
-                      lambda x: 0.5 * x @ jnp.asarray(a, jnp.float32) @ x
-                      - jnp.asarray(b, jnp.float32) @ x,
-                      "lambda x: 0.5 * x @ jnp.asarray([[3.0, 1.0], [1.0, 2.0]], jnp.float32) @ x"
-                      " - jnp.asarray([1.0, -1.0], jnp.float32) @ x")
-    rosenbrock = Shown("lambda p: (1 - p[0]) ** 2 + 100 * (p[1] - p[0] ** 2) ** 2",
-                       lambda p: (1 - p[0]) ** 2 + 100 * (p[1] - p[0] ** 2) ** 2)
-    hint = "repeat `steps` times: x = x - jnp.linalg.solve(jax.hessian(f)(x), jax.grad(f)(x))"
-    start = jnp.asarray([5.0, -3.0], dtype=jnp.float32)
-    got = call(ns, "newton_minimize", quadratic, start, 1, hint=hint)
-    expect_close(got, np.linalg.solve(a, b), rtol=1e-5, atol=1e-5,
-                 hint="on a quadratic one Newton step lands on the minimum A^-1 b; " + hint)
-    got = call(ns, "newton_minimize", quadratic, start, 0, hint=hint)
-    expect_close(got, [5.0, -3.0], hint="zero steps leave x0 as it is")
-    start = jnp.asarray([-1.2, 1.0], dtype=jnp.float32)
-    got = call(ns, "newton_minimize", rosenbrock, start, 1, hint=hint)
-    # one step by hand: g = (-215.6, -88), H = [[1330, 480], [480, 200]]
-    step = np.linalg.solve([[1330.0, 480.0], [480.0, 200.0]], [-215.6, -88.0])
-    expect_close(got, np.array([-1.2, 1.0]) - step, rtol=1e-4, hint=hint)
-    got = call(ns, "newton_minimize", rosenbrock, start, 8, hint=hint)
-    expect_close(got, [1.0, 1.0], rtol=1e-4, atol=1e-4,
-                 hint="Rosenbrock's minimum is (1, 1); Newton reaches it in about 5 steps")
-
-
-# ---------------------------------------------------------------------------------------
-# Exercise 5: a Hessian-vector product
+# A Hessian-vector product
 # ---------------------------------------------------------------------------------------
 
 
@@ -240,7 +407,7 @@ def check_hvp(ns):
 
 
 # ---------------------------------------------------------------------------------------
-# Exercise 6: a numerically stable softplus with custom_vjp
+# A numerically stable softplus with custom_vjp
 # ---------------------------------------------------------------------------------------
 
 

@@ -31,9 +31,9 @@ from grader.checks import (
     reported,
 )
 from grader.pieces import Program as Run
-from grader.pieces import expect_same_with_pieces, minijax_own
+from grader.pieces import expect_same_with_pieces
 from grader.plain import FunctionSource, Opaque
-from minijax import lax
+from minijax import lax, pieces
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 
 #: The functions and constants the programs below use. They are source so that the learner's
@@ -155,7 +155,8 @@ class Program:
         self.fun = eval(source, _HELPERS)
 
     def closed(self) -> ClosedJaxpr:
-        with minijax_own():  # in a notebook's check(), its installed pieces are the learner's
+        # minijax's own pieces: a notebook's check() runs where its pieces are installed
+        with pieces.using({name: pieces.reference(name) for name in pieces.installed()}):
             return jax.make_jaxpr(self.fun)(*self.args)
 
     def describe(self) -> str:

@@ -34,6 +34,7 @@ from grader.checks import (
     reported,
     show,
 )
+from grader.pieces import Program, expect_same_with_pieces
 from grader.plain import FunctionSource
 from minijax import lax
 from minijax.compiler import passes, stablehlo
@@ -313,8 +314,31 @@ _COMPILE_PARTS = {None: "straight-line programs", _IF: "cond and switch", _WHILE
                   _LOOP: "loops"}
 
 
-@exercise("compile_jaxpr", points=4, remote=True,
-          parts={"straight-line programs": 1, "cond and switch": 1, "loops": 2})
+_XJ = np.array([0.5, -1.0, 2.0], np.float32)
+#: Programs jit runs with the learner's compiler installed as minijax's (the piece
+#: ``compile_jaxpr``): every jit, nested ones and those of grad and vmap included.
+_JIT_PROGRAMS = [
+    Program("jax.jit(lambda x: jnp.sin(x) * 2.0 + 1.0)(x)",
+            "lambda x: jax.jit(lambda x: jnp.sin(x) * 2.0 + 1.0)(x)", (_XJ,)),
+    Program("jax.jit(jax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2)))(x)",
+            "lambda x: jax.jit(jax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2)))(x)", (_XJ,)),
+    Program("jax.jit(lambda x: lax.fori_loop(0, 5, lambda i, c: c * 2.0 + i, x))(x)",
+            "lambda x: jax.jit(lambda x: lax.fori_loop(0, 5, lambda i, c: c * 2.0 + i, x))(x)",
+            (_XJ,)),
+    Program("jax.jit(jax.vmap(lambda x: lax.cond(x > 1.0, jnp.sin, jnp.cos, x)))(x)",
+            "lambda x: jax.jit(jax.vmap(lambda x: lax.cond(x > 1.0, jnp.sin, jnp.cos, x)))(x)",
+            (_XJ,)),
+    Program("jax.jit(lambda x: lax.scan(lambda c, y: (c + y, c * y), 0.0, x))(x)",
+            "lambda x: jax.jit(lambda x: lax.scan(lambda c, y: (c + y, c * y), 0.0, x))(x)",
+            (_XJ,)),
+    Program("jax.jit(lambda x: jax.jit(jnp.cos)(x) @ x)(x)  # a jit inside a jit",
+            "lambda x: jax.jit(lambda x: jax.jit(jnp.cos)(x) @ x)(x)", (_XJ,)),
+]
+
+
+@exercise("compile_jaxpr", points=5, remote=True,
+          parts={"straight-line programs": 1, "cond and switch": 1, "loops": 2,
+                 "installed as jit's compiler": 1})
 def check_compile_jaxpr(ns):
     learner_function(ns, "compile_jaxpr")
     reports = observed(ns, "compile_jaxpr", [[text.partition("   # ")[0], list(args)]
@@ -322,6 +346,10 @@ def check_compile_jaxpr(ns):
     for (text, args, statement), report in zip(_PROGRAMS, reports):
         with part(_COMPILE_PARTS[statement]):
             _check_compiled(text, args, statement, report)
+    with part("installed as jit's compiler"):
+        expect_same_with_pieces(ns, {"compile_jaxpr": "compile_jaxpr"}, _JIT_PROGRAMS,
+                                hint="jit calls compile_jaxpr(closed, name, keep_unused) and "
+                                     "runs what it returns on NumPy arrays, one per input")
 
 
 def _check_compiled(text: str, args: tuple, statement: Any, report: dict[str, Any]) -> None:
@@ -456,7 +484,8 @@ _CSE_PARTS = {"programs of one function": 4, "nested functions and regions": 3,
               "large constants": 1}
 
 
-@exercise("cse", points=3, remote=True, parts=dict.fromkeys(_CSE_PARTS, 1))
+@exercise("cse", points=4, remote=True,
+          parts={**dict.fromkeys(_CSE_PARTS, 1), "installed as the mini-XLA's pass": 1})
 def check_cse(ns):
     learner_function(ns, "cse")
     reports = observed(ns, "cse", [[text.partition("   # ")[0], list(args)]
@@ -464,6 +493,13 @@ def check_cse(ns):
     for (part_name, (text, args)), report in zip(grouped(_CSE_PROGRAMS, _CSE_PARTS), reports):
         with part(part_name):
             _check_eliminated(text, args, report)
+    with part("installed as the mini-XLA's pass"):
+        programs = [Program(f"jax.jit({text.partition('   # ')[0]})(...)",
+                            f"lambda *args: jax.jit({text.partition('   # ')[0]})(*args)", args)
+                    for text, args in _CSE_PROGRAMS[:4]]
+        expect_same_with_pieces(ns, {"common_subexpression_elimination": "cse"}, programs,
+                                hint="the NumPy backend runs your pass on every module jit "
+                                     "compiles: the programs must still compute the same")
 
 
 def _check_eliminated(text: str, args: tuple, report: dict[str, Any]) -> None:

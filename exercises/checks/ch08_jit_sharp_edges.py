@@ -29,10 +29,12 @@ from grader.checks import (
     exercise,
     expect_close,
     learner_function,
+    part,
     probe,
     reported,
     show,
 )
+from grader.pieces import Program, expect_same_with_pieces
 from grader.plain import FunctionSource
 
 
@@ -388,3 +390,124 @@ def check_polynomial_traces(seen: dict[str, Any], hint: str) -> None:
                           "structure as its argument")
     expect_close(Returned(shown + ".coefficients", gradient["coefficients"]), [1.0, 2.0, 4.0],
                  rtol=1e-6, hint="d p(x) / d c_k = x**k")
+
+
+# ---------------------------------------------------------------------------------------
+# Build it. Exercise 6: the conversion checks, concrete_or_error
+# ---------------------------------------------------------------------------------------
+
+
+def _outcome(expression: str) -> str:
+    """A program (``def``) that calls ``expression`` on its arguments and returns the value,
+    or the error it raised as ``"ErrorClass: message"``: the error is the result compared."""
+    return ("def program(*args):\n"
+            "    try:\n"
+            f"        return ({expression})(*args)\n"
+            "    except Exception as exc:\n"
+            "        return f'{type(exc).__name__}: {exc}'\n")
+
+
+def _programs(cases: list[tuple[str, tuple[Any, ...]]]) -> list[Program]:
+    return [Program(f"{expression}({', '.join(show(a) for a in args)})", _outcome(expression),
+                    args) for expression, args in cases]
+
+
+_X = np.float32(1.5)
+#: The parts of exercise 6: (part, points, [(expression, arguments)]).
+_CONVERSIONS = [
+    ("if on a traced value", 1, [
+        ("jax.jit(lambda x: x if x > 0 else -x)", (_X,)),
+        ("jax.jit(lambda x, y: jnp.where(x > y, x, y) if bool(x) else y)", (_X, _X))]),
+    ("indices", 1, [
+        ("jax.jit(lambda i: [1.0, 2.0, 3.0][i])", (np.int32(1),)),
+        ("jax.jit(lambda x, n: x * len(range(n)))", (_X, np.int32(3)))]),
+    ("NumPy arrays", 1, [
+        ("jax.jit(lambda x: np.sin(x))", (_X,)),
+        ("jax.jit(lambda x: np.asarray(x) + 1)", (np.arange(3, dtype=np.float32),))]),
+    ("int, float, complex and item", 2, [
+        ("jax.jit(lambda x: int(x))", (_X,)),
+        ("jax.jit(lambda x: float(x) * 2)", (_X,)),
+        ("jax.jit(lambda x: complex(x))", (_X,)),
+        ("jax.jit(lambda x: x.item())", (_X,))]),
+    ("known values go through", 1, [
+        ("jax.grad(lambda x: x * 2.0 if x > 0 else -x)", (_X,)),
+        ("jax.grad(lambda x: x * int(x))", (np.float32(2.5),)),
+        ("lambda x: jax.jvp(lambda x: x ** len(range(int(x))), (x,), (1.0,))",
+         (np.float32(3.0),))]),
+    ("a JVP tracer's refusals", 1, [
+        ("jax.grad(lambda x: float(x) * x)", (_X,)),
+        ("jax.grad(lambda x: jnp.sum(np.asarray(x) * x))", (_X,))]),
+]
+
+
+@exercise("concrete_or_error", points=7, remote=True,
+          parts={name: points for name, points, _ in _CONVERSIONS})
+def check_concrete_or_error(ns):
+    hint = ("a conversion not in tracer.refused_conversions returns tracer.to_concrete_value() "
+            "when it is not None; otherwise raise the class for the conversion with "
+            "tracer.aval.str_long() and tracer._context() (and, for ConcretizationTypeError, "
+            "the problem text the prompt gives)")
+    for name, _, cases in _CONVERSIONS:
+        with part(name):
+            expect_same_with_pieces(ns, {"concrete_or_error": "concrete_or_error"},
+                                    _programs(cases), hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Build it. Exercise 7: leaked tracers, check_valid_tracer
+# ---------------------------------------------------------------------------------------
+
+#: A program that leaks a tracer out of ``transform`` and uses it afterwards (``use``); the
+#: result is the error's class, its first line and the line naming the traced function (the
+#: lines after those show the learner's stack, which differs between two processes).
+_LEAK = """def program(x):
+    saved = []
+
+    def f(y):
+        saved.append(y * 2.0)
+        return y
+
+    {transform}(f)(x)
+    try:
+        {use}
+    except Exception as exc:
+        lines = str(exc).splitlines()
+        return [type(exc).__name__, lines[0],
+                [line for line in lines if line.startswith("The function being traced")]]
+    return "no error"
+"""
+
+#: (transform, use of the leaked value, how the program is shown): a tracer leaked from a
+#: jit trace, whose error names the function. (A leak from grad or vmap, whose traces have no
+#: function's name, ends in the same message even without check_valid_tracer: the eager
+#: evaluation refuses any tracer.)
+_LEAKS = [
+    ("jax.jit", "jnp.sin(saved[0])", "jax.jit(f)(x) with f saving y * 2.0 in a list, then "
+     "jnp.sin of it"),
+    ("jax.jit", "jax.grad(lambda z: z * saved[0])(1.0)", "jax.jit(f)(x) with f saving "
+     "y * 2.0 in a list, then jax.grad(lambda z: z * saved[0])(1.0)"),
+    ("jax.jit", "jax.vmap(lambda z: z * saved[0])(jnp.ones(2))", "jax.jit(f)(x) with f "
+     "saving y * 2.0 in a list, then jax.vmap(lambda z: z * saved[0])(jnp.ones(2))"),
+]
+
+_LIVE = [("jax.jit(lambda x: jax.grad(lambda y: y * x)(x))", (_X,)),
+         ("jax.vmap(lambda x: jax.jit(lambda y: y * x)(x))", (np.arange(3, dtype=np.float32),)),
+         ("jax.grad(lambda x: jax.vmap(lambda y: y * x)(jnp.ones(3)).sum())", (_X,)),
+         ("jax.jit(lambda x: jax.vmap(lambda y: jax.grad(lambda z: z * y * x.sum())(y))(x))",
+          (np.arange(3, dtype=np.float32),))]
+
+
+@exercise("check_valid_tracer", points=4, remote=True,
+          parts={"a leaked tracer, with the function that leaked it": 2,
+                 "live tracers pass": 2})
+def check_check_valid_tracer(ns):
+    hint = ("nothing happens while tracer._trace.is_valid; otherwise raise "
+            "UnexpectedTracerError(aval, tracer.kind_name), with the trace's tracing_context, "
+            "when there is one, named in `where` and the tracer's _creation_site()")
+    installs = {"check_valid_tracer": "check_valid_tracer"}
+    with part("a leaked tracer, with the function that leaked it"):
+        programs = [Program(shown, _LEAK.format(transform=transform, use=use), (_X,))
+                    for transform, use, shown in _LEAKS]
+        expect_same_with_pieces(ns, installs, programs, hint=hint)
+    with part("live tracers pass"):
+        expect_same_with_pieces(ns, installs, _programs(_LIVE), hint=hint)

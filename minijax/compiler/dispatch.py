@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from minijax.array import Array
 from minijax.compiler.jit_primitive import executable_for, jit_p
-from minijax.core import Primitive
+from minijax.core import Primitive, ShapedArray
+from minijax.dtypes import canonicalize_dtype
 from minijax.jaxpr import has_effects
-from minijax.runtime import _as_array, _placement
+from minijax.runtime import _as_array, _placement, default_device
 from minijax.tree_util import PyTreeDef
 
 
@@ -59,10 +62,13 @@ class Program(Primitive):
 
 def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
     """Run a traced signature eagerly: one job on the device's queue. The output arrays
-    are returned at once and filled in when the worker gets to the job."""
+    are returned at once and filled in when the worker gets to the job (at once, when
+    host NumPy arrays are read in place: see :func:`_borrow`)."""
+    borrowed: list[np.ndarray] = []
     for leaf in leaves:
         if type(leaf) is not Array:
-            leaves = [_as_array(x) for x in leaves]
+            donating = any(entry.params["donated_invars"])
+            leaves = [_as_array(x) if donating else _borrow(x, borrowed) for x in leaves]
             break
     device, committed = _placement(jit_p, leaves)
     program = entry.program
@@ -71,10 +77,31 @@ def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
         program = entry.program = Program(params["name"], executable_for(
             params["jaxpr"], params["name"], params["keep_unused"]))
     outs = [Array(aval, None, device, committed) for aval in entry.out_avals]
-    device.enqueue((program, leaves, _NO_PARAMS, outs))
-    if entry.has_effects:  # a debug print: let it happen before the call returns
+    waits = entry.has_effects or bool(borrowed)  # a debug print happens before returning
+    device.enqueue((program, leaves, _NO_PARAMS, outs), wake_worker=not waits)
+    if waits:
         device.synchronize()
+    for out in outs if borrowed else ():  # an output may be an input, or a view of one
+        if out._value is not None and any(np.may_share_memory(out._value, x)
+                                          for x in borrowed):
+            out._value = np.array(out._value)
     return outs
+
+
+def _borrow(x: Any, borrowed: list[np.ndarray]) -> Array:
+    """An argument as a job's input: a host NumPy array of a canonical dtype is read in
+    place through a read-only view (noted in ``borrowed``: the call then waits for its
+    program, so that a later change to ``x`` cannot reach the result, the promise a copy
+    would keep), anything else converted as eager operations do. Why not copy, as
+    ``jnp.asarray`` does: copies freed at the end of every step are handed back to the
+    system and faulted in again by the next, page by page (a small MLP step ran three
+    times slower on NumPy arguments than on device arrays). JAX's CPU reads in place too."""
+    if type(x) is not np.ndarray or not x.ndim or x.dtype != canonicalize_dtype(x.dtype):
+        return _as_array(x)
+    view = x.view()
+    view.flags.writeable = False
+    borrowed.append(x)
+    return Array(ShapedArray(x.shape, x.dtype), view, default_device(), False)
 
 
 _NO_PARAMS: dict[str, Any] = {}

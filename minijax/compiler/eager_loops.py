@@ -8,10 +8,12 @@ rule of each loop primitive becomes "compile ``prim.bind(*args, **params)`` with
 and run that", with the interpreter kept for loops whose body has side effects (a
 ``debug.print`` must print as the body runs).
 
-The body is traced anew at every eager call, so each call brings a new jaxpr object;
-compiled programs are therefore remembered by the jaxpr's *structure* (primitives,
-parameters, literals by their bits, how variables connect), with any array a nested
-jaxpr closes over compared by identity.
+A body is traced once per function and types (``control_flow.common.trace_once``), and
+its loop binds jaxprs that share that trace's equations: a program is found by their
+identity first. A body traced again (a ``lambda`` made at every call) brings new jaxprs,
+so programs are also remembered by the jaxpr's *structure* (primitives, parameters,
+literals by their bits, how variables connect), with any array a nested jaxpr closes
+over compared by identity.
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ from minijax.lax.control_flow import loops
 # Compiled loops kept, most recently used last (a long session makes many bodies).
 MAX_PROGRAMS = 256
 _programs: OrderedDict[Any, Callable[..., Any]] = OrderedDict()
+_by_identity: OrderedDict[Any, Callable[..., Any]] = OrderedDict()
 # False: interpret eager loops as loops.py does (the reference tests compare with).
 enabled = True
 # A compiled loop holds what the pieces in force made of it: a change of piece drops them.
 flags.on_pieces_change(_programs.clear)
+flags.on_pieces_change(_by_identity.clear)
 
 
 class _Same:
@@ -93,23 +97,51 @@ def jaxpr_structure(jaxpr: Jaxpr) -> tuple:
     return head, eqns, tuple(atom(a) for a in jaxpr.outvars)
 
 
+def identity(params: dict[str, Any]) -> Any:
+    """A cheap key, equal only for the very same jaxprs: a body traced once (see
+    ``control_flow.common.trace_once``) keeps its equations however its loop is bound,
+    so the key need not walk them."""
+
+    def part(value: Any) -> Any:
+        if isinstance(value, ClosedJaxpr):
+            j = value.jaxpr
+            return (_Same(j.eqns), tuple(j.constvars), tuple(j.invars), tuple(j.outvars),
+                    tuple(_Same(c) for c in value.consts))
+        return structure(value)
+
+    return tuple((k, part(v)) for k, v in params.items())
+
+
+def _remember(programs: OrderedDict, key: Any, make: Callable[[], Any]) -> Any:
+    """``programs[key]``, made on a miss; the least recently used go first."""
+    program = programs.get(key)
+    if program is None:
+        program = programs[key] = make()
+        if len(programs) > MAX_PROGRAMS:
+            programs.popitem(last=False)
+    else:
+        programs.move_to_end(key)
+    return program
+
+
 def compiled_eager_rule(primitive: Primitive, interpret: Callable[..., Any]
                         ) -> Callable[..., Any]:
     """The eager rule that runs ``primitive`` through ``jit``, or ``interpret`` for a
-    body with side effects."""
+    body with side effects. A program is found by the jaxprs' identity first, then by
+    their structure (a body traced again)."""
     from minijax.compiler.jit import jit
 
     def eager(*args: Any, **params: Any) -> Any:
-        if not enabled or any(has_effects(j) for j in jaxprs_in_params(params)):
+        if not enabled:
             return interpret(*args, **params)
-        key = (primitive.name, structure(params))
-        program = _programs.get(key)
+        fast = (primitive.name, identity(params))
+        program = _by_identity.get(fast)  # found: the very jaxprs, known to be pure
         if program is None:
-            program = _programs[key] = jit(lambda *xs: primitive.bind(*xs, **params))
-            if len(_programs) > MAX_PROGRAMS:
-                _programs.popitem(last=False)
-        else:
-            _programs.move_to_end(key)
+            if any(has_effects(j) for j in jaxprs_in_params(params)):
+                return interpret(*args, **params)
+            program = _remember(_programs, (primitive.name, structure(params)),
+                                lambda: jit(lambda *xs: primitive.bind(*xs, **params)))
+            _remember(_by_identity, fast, lambda: program)
         return program(*args)
 
     return eager

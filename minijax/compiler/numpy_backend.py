@@ -1390,7 +1390,8 @@ class Executable:
 
 
 def run_passes(module: Module, pipeline: Sequence[str] = passes.DEFAULT_PIPELINE) -> Module:
-    """Apply the named passes of ``passes.py`` in order."""
+    """Apply the named passes of ``passes.py`` in order. Each is looked up by its name
+    now, so a pass a learner installs (``minijax.pieces``) is the one that runs."""
     for name in pipeline:
         if name == "constant_folding":
             passes.constant_folding(module, evaluate)

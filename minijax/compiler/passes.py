@@ -21,6 +21,10 @@ them:
 * :func:`fuse_elementwise` -- group chains of elementwise ops into one ``minijax.fusion``
   op, which the code generator turns into one NumPy expression;
 * :func:`rematerialize` -- compute a cheap value again late rather than keep it alive.
+
+The pipeline (:data:`DEFAULT_PIPELINE`) names the passes, and the backend looks each name
+up here when it compiles: a pass is a seam, which the learner can replace with their own
+(``pieces.install("common_subexpression_elimination", my_cse)``).
 """
 
 from __future__ import annotations

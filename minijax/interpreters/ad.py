@@ -207,7 +207,7 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     tangents. ``tangents`` may hold ``Zero`` objects; output tangents may too."""
     parent = core.current_trace()
     trace = JVPTrace(parent, rule_trace or parent)
-    inputs = [JVPTracer(trace, _as_value(p), t) for p, t in zip(primals, tangents)]
+    inputs = [trace.lift(_as_value(p), t) for p, t in zip(primals, tangents)]
     try:
         with core.set_current_trace(trace):
             outputs = fun(*inputs)

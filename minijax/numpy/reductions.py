@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
+from functools import partial, wraps
 from typing import Any
 
 import numpy as np
 
-from minijax import dtypes, lax
+from minijax import core, dtypes, lax
 from minijax.array import Array
 from minijax.compiler.jit import jit
 from minijax.core import Tracer
@@ -234,6 +234,35 @@ def _count(a: Any, axes: tuple[int, ...], where: Any, dtype: np.dtype) -> Any:
     return lax.reduce_sum(mask, axes)
 
 
+def _one_program_when_eager(fun: Callable) -> Callable:
+    """``fun(a, axis, dtype, out, keepdims, where=None)`` on an array, outside any trace,
+    as one compiled program per type of ``a`` and options; traced, ``fun`` itself.
+
+    Why: a statistic is several primitives (``mean`` is a sum and a division), and each
+    eager primitive is one job for the device; JAX runs its ``jnp.mean`` as one compiled
+    program (a ``jit``), so one job. The program computes what the primitives would."""
+    programs: dict[tuple, Callable] = {}
+
+    def eager_or_traced(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                        keepdims: bool = False, *, where: Any = None) -> Any:
+        if type(a) is not Array or out is not None or where is not None \
+                or core.current_trace() is not core.eval_trace:
+            return fun(a, axis, dtype, out, keepdims, where=where)
+        try:
+            key = (a.aval, axis, dtype, keepdims)
+            program = programs.get(key)
+        except TypeError:  # an axis given as a list
+            return fun(a, axis, dtype, out, keepdims)
+        if program is None:
+            if len(programs) > 256:  # many shapes: forget the old programs
+                programs.clear()
+            program = programs[key] = jit(lambda a: fun(a, axis, dtype, None, keepdims))
+        return program(a)
+
+    return wraps(fun)(eager_or_traced)
+
+
+@_one_program_when_eager
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
          keepdims: bool = False, *, where: Any = None) -> Any:
     """The arithmetic mean over ``axis`` (a float, even for integer input)."""

@@ -21,13 +21,18 @@ become leading operands (``consts_as_inputs``).
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from minijax.core import ShapedArray
+from minijax.core import ShapedArray, Tracer
 from minijax.dtypes import result_type
+from minijax.flags import config, on_pieces_change
+from minijax.interpreters import batching
 from minijax.interpreters.ad import Zero
+from minijax.jaxpr import ClosedJaxpr
 from minijax.lax.base import convert_element_type, operand
+from minijax.tracing import DebugInfo, trace_function
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences, tree_flatten
 
 # ---------------------------------------------------------------------------------------
@@ -45,6 +50,45 @@ def flatten_operands(tree: Any) -> tuple[list[Any], list[ShapedArray], PyTreeDef
     leaves, treedef = tree_flatten(tree)
     values = [operand(x) for x in leaves]
     return values, [x.aval for x in values], treedef
+
+
+def trace_once(fun: Callable, args_avals: tuple, debug: DebugInfo
+               ) -> tuple[ClosedJaxpr, PyTreeDef]:
+    """``trace_function``, remembered: the same function (``debug.fun`` when ``fun`` only
+    wraps it, as ``fori_loop``'s body does) on the same types under the same flags gives
+    back the jaxpr it gave the first time.
+
+    Why: an eager loop (or ``cond``) would otherwise trace its body at every call, and
+    tracing a short body costs more than running it. JAX keeps traced bodies the same
+    way, by the function's identity (and the types, flags and named axes), and so shares
+    JAX's caveat: a body that reads a global which has changed since keeps the old
+    value, as a jitted function does. A body that captures tracers of an enclosing
+    transformation is traced anew every time: those tracers belong to one trace only.
+    The most recently used ``MAX_TRACES`` are kept (a jaxpr refers to its function, so
+    entries cannot simply die with it).
+    """
+    flat, tree = tree_flatten(args_avals)
+    # The named axes bound now are part of the key, as in jit's: psum(1, "i") is the
+    # size of axis "i", fixed in the trace.
+    key = (debug.fun or fun, debug, tree, tuple(flat), config.jax_enable_x64,
+           config.jax_numpy_dtype_promotion, batching.axis_env())
+    try:
+        traced = _traced.pop(key, None)
+    except TypeError:  # an unhashable callable or type
+        return trace_function(fun, args_avals, debug)
+    if traced is None:
+        traced = trace_function(fun, args_avals, debug)
+        if any(isinstance(c, Tracer) for c in traced[0].consts):
+            return traced
+        while len(_traced) >= MAX_TRACES:
+            _traced.popitem(last=False)
+    _traced[key] = traced  # the most recently used last
+    return traced
+
+
+MAX_TRACES = 512
+_traced: OrderedDict[tuple, tuple[ClosedJaxpr, PyTreeDef]] = OrderedDict()
+on_pieces_change(_traced.clear)  # traced with the pieces (a learner's trace) in force
 
 
 # ---------------------------------------------------------------------------------------
@@ -127,6 +171,8 @@ def check_carry_type(name: str, body_fun: Callable, in_tree: PyTreeDef,
                      in_avals: list[ShapedArray], out_tree: PyTreeDef,
                      out_avals: list[ShapedArray]) -> None:
     """A loop body must return a carry of exactly the type it was given (JAX's TypeError)."""
+    if in_tree == out_tree and all(map(typematch, in_avals, out_avals)):
+        return  # the usual case, checked before the (slow) names for the message
     try:
         carry_name = next(iter(inspect.signature(body_fun).parameters), None)
     except (TypeError, ValueError):

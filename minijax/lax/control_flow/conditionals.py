@@ -50,11 +50,12 @@ from minijax.lax.control_flow.common import (
     is_zero,
     listing,
     mismatch_reason,
+    trace_once,
     typematch,
 )
 from minijax.lax.elementwise import clamp, stop_gradient
 from minijax.lax.shapes import MemorySpace, broadcast_in_dim, empty2_p
-from minijax.tracing import DebugInfo, trace_function, trace_to_jaxpr
+from minijax.tracing import DebugInfo, trace_to_jaxpr
 from minijax.tree_util import PyTreeDef, leaf_paths, structure_differences
 
 __all__ = ["cond", "cond_p", "switch"]
@@ -287,7 +288,7 @@ def _trace_branches(api: str, names: Sequence[str], funs: Sequence[Callable],
     """
     args, avals, in_tree = flatten_operands(operands)
     operand_avals = in_tree.unflatten(avals)
-    traced = [trace_function(fun, operand_avals, DebugInfo(api)) for fun in funs]
+    traced = [trace_once(fun, operand_avals, DebugInfo(api)) for fun in funs]
     (jaxpr0, tree0), name0, fun0 = traced[0], names[0], funs[0]
     for (jaxpr, tree), name, fun in zip(traced[1:], names[1:], funs[1:]):
         _check_branch_outputs(api, (name0, fun0, tree0, jaxpr0.out_avals),

@@ -67,11 +67,12 @@ from minijax.lax.control_flow.common import (
     flatten_operands,
     is_zero,
     promote_weak_inputs,
+    trace_once,
     typematch,
 )
 from minijax.lax.reductions import reduce_or
 from minijax.lax.shapes import stack, unstack
-from minijax.tracing import DebugInfo, argument_names, trace_function, trace_to_jaxpr
+from minijax.tracing import DebugInfo, argument_names, trace_to_jaxpr
 from minijax.tree_util import PyTreeDef
 
 __all__ = ["fori_loop", "map", "scan", "scan_p", "while_loop", "while_p"]
@@ -301,8 +302,8 @@ def _while_lowering(ctx: RuleContext, *args: Value, cond_jaxpr: ClosedJaxpr,
 def _trace_while(cond_fun: Callable, body_fun: Callable, carry: Any,
                  body_debug: DebugInfo) -> tuple[ClosedJaxpr, ClosedJaxpr, PyTreeDef]:
     """Trace both functions on the carry's avals; ``cond_fun`` must give a boolean scalar."""
-    cond_jaxpr, cond_tree = trace_function(cond_fun, (carry,), DebugInfo("while_cond"))
-    body_jaxpr, body_tree = trace_function(body_fun, (carry,), body_debug)
+    cond_jaxpr, cond_tree = trace_once(cond_fun, (carry,), DebugInfo("while_cond"))
+    body_jaxpr, body_tree = trace_once(body_fun, (carry,), body_debug)
     if cond_tree.node_data() is not None or len(cond_jaxpr.out_avals) != 1:
         raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {cond_tree}.")
     pred = cond_jaxpr.out_avals[0]
@@ -732,7 +733,7 @@ def _unroll(unroll: Any, length: int) -> int:
 
 def _trace_scan_body(f: Callable, carry: Any, x: Any, debug: DebugInfo
                      ) -> tuple[ClosedJaxpr, PyTreeDef, PyTreeDef]:
-    jaxpr, out_tree = trace_function(f, (carry, x), debug)
+    jaxpr, out_tree = trace_once(f, (carry, x), debug)
     node = out_tree.node_data()
     if node is None or node[0] not in (tuple, list) or len(out_tree.children()) != 2:
         shown = out_tree.unflatten(jaxpr.out_avals)
@@ -814,6 +815,11 @@ def _increment(i: Any) -> Any:
     return add(i, full_like(i, 1))
 
 
+def _below_upper(carry: tuple) -> Any:
+    """``fori_loop``'s condition, one function for every loop (so its trace is reused)."""
+    return lt(carry[0], carry[1])
+
+
 def _bounds_dtype(lower: Any, upper: Any) -> np.dtype:
     """The loop counter's dtype. A Python int bound adopts the other bound's dtype."""
     lower_dtype, upper_dtype = dtypes.dtype(lower), dtypes.dtype(upper)
@@ -874,7 +880,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
         return _increment(i), stop, body_fun(i, x)
 
     names = (names[0], "", *names[1:]) if names else ()  # "": the bound, not an argument
-    _, _, result = _while_loop(lambda carry: lt(carry[0], carry[1]), while_body,
+    _, _, result = _while_loop(_below_upper, while_body,
                                (lower, upper, init_val), DebugInfo("fori_loop", body_fun, names))
     return result
 
