@@ -19,7 +19,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "minijax"
 # Modules by layer, lowest first. A name covers the module and, for a package, every
 # module under it that is not listed more precisely (the longest matching name wins).
 LAYERS: dict[str, list[str]] = {
-    "utilities": ["errors", "flags", "tree_util", "tree", "pretty_printer"],
+    "utilities": ["errors", "flags", "tree_util", "tree", "pretty_printer", "mlir_numbers"],
     "core": ["dtypes", "core", "jaxpr", "array", "runtime", "shape_dtype"],
     "transformations": [
         "tracing", "interpreters.ad", "interpreters.partial_eval", "interpreters.transpose",

@@ -547,19 +547,31 @@ def _custom_jvp_call_batching(axis_data: batching.AxisData, vals: list, dims: li
                               symbolic_zeros: bool) -> tuple[list[Any], list[int | None]]:
     arg_dims = dims[num_consts:]
     batched_call, out_batched = _batched_call(call_jaxpr, axis_data, dims)
+    bound: list[bool] = []  # set once the bind below has returned
+    by_rule: list[list[bool]] = []  # which outputs the JVP rule batched, if it ran in the bind
 
     def jvp(primals: list, tangents: list) -> tuple[list, list]:
-        """Tangents are laid out as their primals are (they are tangents of the batches)."""
+        """Tangents are laid out as their primals are (they are tangents of the batches).
+        Run by the bind (under ``jvp``), an output is batched where the rule's primal or
+        tangent is, as in JAX; run later (from a jaxpr), as the function's outputs are."""
         n = len(primals)
-        outs = _run_batched(lambda *xs: _joined(jvp_jaxpr_fun(list(xs[:n]), list(xs[n:]))),
-                            axis_data, [*primals, *map(instantiate, tangents)],
-                            [*arg_dims, *arg_dims], lambda _: _dims(out_batched) * 2)
-        return outs[:len(outs) // 2], outs[len(outs) // 2:]
+        outs, found = batching.batch_flat(
+            lambda *xs: _joined(jvp_jaxpr_fun(list(xs[:n]), list(xs[n:]))), axis_data,
+            [*primals, *map(instantiate, tangents)], [*arg_dims, *arg_dims])
+        half = len(outs) // 2
+        batched = out_batched if bound else [
+            p is not None or t is not None for p, t in zip(found[:half], found[half:])]
+        if not bound:
+            by_rule.append(batched)
+        outs = [batching.matchaxis(axis_data, src, dst, x)
+                for x, src, dst in zip(outs, found, _dims(batched) * 2)]
+        return outs[:half], outs[half:]
 
     outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched_call,
                                   jvp_jaxpr_fun=_batched(jvp_jaxpr_fun, jvp),
                                   num_consts=num_consts, symbolic_zeros=symbolic_zeros)
-    return outs, _dims(out_batched)
+    bound.append(True)
+    return outs, _dims(by_rule[0] if by_rule else out_batched)
 
 
 def _custom_vjp_call_batching(axis_data: batching.AxisData, vals: list, dims: list, *,

@@ -86,7 +86,6 @@ def threefry2x32(k0: Any, k1: Any, x0: Any, x1: Any) -> tuple[Any, Any]:
     return x0, x1
 
 
-
 # ---------------------------------------------------------------------------------------
 # Threefry on key data: arrays of keys of any batch shape K, stored as uint32[*K, 2]
 # ---------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ import numpy as np
 from minijax import dtypes, lax, prng
 from minijax import numpy as jnp
 from minijax.compiler.jit import jit
+from minijax.numpy.promotion import is_arraylike
 
 __all__ = [
     "PRNGKey",
@@ -54,22 +55,29 @@ __all__ = [
     "wrap_key_data",
 ]
 
+
 def _check_impl(impl: Any) -> None:
     if impl not in (None, prng.THREEFRY.name):
         raise NotImplementedError(f"minijax implements only the threefry2x32 PRNG, got {impl}")
 
 
-def _typed(name: str, key: Any) -> tuple[Any, bool]:
+def _typed(key: Any) -> tuple[Any, bool]:
     """(the key as a typed key, whether it came raw): a raw ``uint32[..., 2]`` key is
-    wrapped (``random_wrap``), as JAX wraps it before anything else."""
+    wrapped (``random_wrap``, which checks its dtype and shape), as JAX wraps it before
+    anything else; what is no array at all is refused with JAX's errors."""
     if prng.is_key(key):
         return key, False
+    if not is_arraylike(key):
+        raise TypeError(f"unexpected PRNG key type {type(key)}")
+    if not hasattr(key, "dtype"):  # a Python scalar
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
+                        f"ndim, shape, and dtype attributes. Got {key}")
     return prng.random_wrap(jnp.asarray(key)), True
 
 
 def _single_key(name: str, key: Any) -> Any:
     """One typed key; a batch of keys is an error, as in JAX (vmap instead)."""
-    typed, raw = _typed(name, key)
+    typed, raw = _typed(key)
     if typed.shape != ():
         shape = jnp.shape(key) if raw else typed.shape
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
@@ -111,7 +119,7 @@ def key(seed: Any, *, impl: Any = None) -> Any:
 
 def key_data(keys: Any) -> Any:
     """The raw uint32 words of typed keys (raw keys are returned as they are)."""
-    return prng.random_unwrap(_typed("key_data", keys)[0])
+    return prng.random_unwrap(_typed(keys)[0])
 
 
 def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
@@ -121,7 +129,8 @@ def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
 
 
 def key_impl(keys: Any) -> str:
-    _typed("key_impl", keys)
+    """The name of the keys' PRNG implementation (minijax has one: threefry2x32)."""
+    _typed(keys)  # raw keys too, once their data is checked
     return prng.THREEFRY.name
 
 

@@ -122,6 +122,15 @@ CUSTOM_PROGRAMS = {
     "jvp_of_vmap": lambda ns, f: ns.jax.jvp(
         lambda x, y: ns.jax.vmap(f, in_axes=(0, None), out_axes=(None, 0))(x, y),
         (XS, Y0), (XS, Y0)),
+    "nested": lambda ns, f: ns.jax.vmap(
+        ns.jax.vmap(f, in_axes=(0, None), out_axes=(None, 0)), in_axes=(0, None),
+        out_axes=(None, 0))(XS.reshape(1, 3) + XS[:, None], Y0),
+    "in_axes_1": lambda ns, f: ns.jax.vmap(f, in_axes=(1, None))(
+        XS.reshape(1, 3) + XS[:, None], Y0),
+    "grad_of_vmap_of_jit": lambda ns, f: ns.jax.grad(lambda x, y: _total(ns.jax.vmap(
+        ns.jax.jit(f), in_axes=(0, None), out_axes=(None, 0))(x, y)), argnums=(0, 1))(XS, Y0),
+    "hessian_of_vmap": lambda ns, f: ns.jax.hessian(
+        lambda x: _total(ns.jax.vmap(f, in_axes=(0, None))(x, Y0)))(XS),
 }
 
 
@@ -130,6 +139,24 @@ CUSTOM_PROGRAMS = {
 def test_custom_rule_outputs_batched_only_where_they_depend(kind, program):
     ours, theirs = run_both(lambda ns: CUSTOM_PROGRAMS[program](ns, _custom_pair(ns, kind)))
     assert_same(ours, theirs)
+
+
+def _ignores_x(ns):
+    """g(x, y) = 2 y, whose (made-up) JVP rule still uses x's tangent."""
+    g = ns.jax.custom_jvp(lambda x, y: y * 2.0)
+    g.defjvp(lambda primals, tangents: (g(*primals), tangents[0] + tangents[1]))
+    return g
+
+
+@pytest.mark.parametrize("program", [
+    lambda ns: ns.jax.jvp(lambda x: ns.jax.vmap(_ignores_x(ns), in_axes=(0, None))(x, Y0),
+                          (XS,), (XS,)),
+    lambda ns: ns.jax.grad(
+        lambda x: ns.jax.vmap(_ignores_x(ns), in_axes=(0, None))(x, Y0).sum())(XS),
+])
+def test_custom_jvp_output_batched_where_its_rule_batches_it(program):
+    """The primal ignores the mapped input but its tangent does not: JAX batches both."""
+    assert_same(*run_both(program))
 
 
 @pytest.mark.parametrize("kind", ["jvp", "vjp"])
@@ -241,3 +268,45 @@ def test_copy_back_of_minijax_arrays_in_a_dict():
     params = {"w": jnp.ones(3)}
     _copy_back((params,), [{"w": jnp.zeros(3)}])
     np.testing.assert_array_equal(np.asarray(params["w"]), np.zeros(3))
+
+
+# --- 6. keys that are no arrays are refused with JAX's errors ---------------------------------
+@pytest.mark.parametrize("program", [
+    lambda ns: ns.jax.random.split([0, 1]),
+    lambda ns: ns.jax.random.split(3),
+    lambda ns: ns.jax.random.uniform((0, 1)),
+    lambda ns: ns.jax.random.split(ns.jnp.ones(2)),
+])
+def test_bad_keys_fail_as_in_jax(program):
+    assert_same_message(program)
+
+
+def test_key_impl_of_typed_and_raw_keys():
+    (_, ours), (_, theirs) = run_both(lambda ns: [str(ns.jax.random.key_impl(k)) for k in (
+        ns.jax.random.key(0), ns.jax.random.PRNGKey(0))])
+    assert ours == theirs
+
+
+# --- 1 (unbatched too): select_n, broadcast_to and reshape errors in JAX's words ---------------
+B3, F3 = np.array([True, False, True]), np.ones(3, F32)
+
+
+@pytest.mark.parametrize("program", [
+    lambda ns: ns.lax.select_n(B3, F3, np.ones(4, F32)),
+    lambda ns: ns.lax.select_n(B3, F3, np.ones(3, np.int32)),
+    lambda ns: ns.lax.select_n(np.array([True, False]), F3, F3),
+    lambda ns: ns.lax.select_n(F3, F3, F3),
+    lambda ns: ns.lax.select_n(np.ones(3, np.int32), F3, F3, np.ones(4, F32)),
+    lambda ns: ns.lax.select_n(np.array([True]), np.ones(1), np.ones(1), np.ones(1)),
+    lambda ns: ns.jax.vmap(ns.lax.select_n)(np.ones((5, 3), bool), A, B),
+    lambda ns: ns.jnp.broadcast_to(ns.jnp.ones(3), (4,)),
+    lambda ns: ns.jnp.broadcast_to(ns.jnp.ones((2, 3)), (3,)),
+    lambda ns: ns.jnp.broadcast_to(ns.lax.broadcast(2.0, (3,)), (2, 4)),
+    lambda ns: ns.jax.vmap(lambda x: ns.jnp.broadcast_to(x, (4,)))(A),
+    lambda ns: ns.jnp.ones(3).reshape(4),
+    lambda ns: ns.jnp.ones(3).reshape((4,)),
+    lambda ns: ns.jnp.ones(3).reshape(4, 1),
+    lambda ns: ns.jax.vmap(lambda x: x.reshape(4))(A),
+])
+def test_shape_errors_in_jax_words(program):
+    assert_same_message(program)

@@ -36,13 +36,13 @@ from minijax.compiler.stablehlo_ir import (
     Op,
     TensorType,
     Value,
-    is_splat,
     print_module,
 )
 from minijax.compiler.stablehlo_ops import DATA, NONE, OPS, TRANSCENDENTAL
 from minijax.core import Primitive, ShapedArray, physical_aval
 from minijax.interpreters.partial_eval import dce_jaxpr
 from minijax.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from minijax.mlir_numbers import is_splat
 from minijax.tracing import trace_to_jaxpr
 
 # ---------------------------------------------------------------------------------------

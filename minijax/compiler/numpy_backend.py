@@ -36,7 +36,6 @@ from minijax.compiler.stablehlo_ir import (
     TensorType,
     Value,
     compact_reduce_body,
-    is_splat,
     print_module,
     value_names,
 )
@@ -47,6 +46,7 @@ from minijax.lax import reductions as lax_reductions
 from minijax.lax import slicing as lax_slicing
 from minijax.lax import sorting as lax_sorting
 from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from minijax.mlir_numbers import is_splat
 
 # ---------------------------------------------------------------------------------------
 # Run-time helpers the generated code calls (XLA semantics on NumPy arrays)

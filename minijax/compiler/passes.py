@@ -43,9 +43,9 @@ from minijax.compiler.stablehlo_ir import (
     TensorType,
     Value,
     compact_reduce_body,
-    is_splat,
 )
 from minijax.compiler.stablehlo_ops import OPS
+from minijax.mlir_numbers import is_splat
 
 
 def is_pure(op: Op) -> bool:

@@ -769,23 +769,22 @@ def _select_n_kernel(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
 def _select_n_rule(which: ShapedArray, *cases: ShapedArray) -> ShapedArray:
     if not cases:
         raise ValueError("select_n() must have at least one case")
-    if which.dtype != np.bool_ and which.dtype != np.int32:
-        raise TypeError(
-            "select_n requires the predicate to be a boolean or int32 array, got "
-            f"{which.dtype.name}"
-        )
-    if which.dtype == np.bool_ and len(cases) > 2:
-        raise TypeError("select_n with a boolean predicate takes at most two cases")
-    if any(c.shape != cases[0].shape or c.dtype != cases[0].dtype for c in cases):
-        raise TypeError(
-            "select_n cases must have the same shapes and dtypes, got "
-            f"{', '.join(c.str_long() for c in cases)}."
-        )
+    # JAX's messages (and order of checks), which call the primitive "select".
+    if any(c.shape != cases[0].shape for c in cases):
+        raise TypeError("select cases must have the same shapes, got "
+                        f"[{', '.join(str(c.shape) for c in cases)}].")
     if which.shape and which.shape != cases[0].shape:
-        raise TypeError(
-            "select_n which must be scalar or have the same shape as cases, got "
-            f"which shape {which.shape} but case shape {cases[0].shape}."
-        )
+        raise TypeError("select `which` must be scalar or have the same shape as cases, got "
+                        f"`which` shape {which.shape} but case shape {cases[0].shape}.")
+    if which.dtype != np.bool_ and which.dtype != np.int32:
+        raise TypeError(f"select `which` must be boolean or integer type, got "
+                        f"{which.dtype.name}.")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select with boolean `which` cannot have > 2 cases.")
+    if any(c.dtype != cases[0].dtype for c in cases):
+        raise TypeError("lax.select requires arguments to have the same dtypes, got "
+                        f"{', '.join(c.dtype.name for c in cases)}. (Tip: jnp.where is a "
+                        "similar function that does automatic type promotion on inputs).")
     return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
 
 

@@ -73,8 +73,9 @@ _METHODS = [
 
 
 def _reshape(self: Any, *shape: Any, order: str = "C") -> Any:
-    """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` both work, as in NumPy."""
-    if len(shape) == 1 and not isinstance(shape[0], int):
+    """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` both work, as in NumPy (and
+    ``x.reshape(4)`` is ``jnp.reshape(x, 4)``, whose errors print the ``4`` as given)."""
+    if len(shape) == 1:
         shape = shape[0]
     return _jnp("reshape")(self, shape, order=order)
 

@@ -118,7 +118,8 @@ def one_example_errors(fun: Callable[..., Any]) -> Callable[..., Any]:
     ``(5, 4)`` batches fails naming ``(3,), (4,)``. minijax runs them on the batch
     directly, where a batching rule's error would name the batch's shapes; so when
     ``fun`` fails on tracers, it is traced once more at their types (one example's), and
-    the error of that trace is raised instead. Calls that succeed pay nothing.
+    the error of that trace is raised instead. A call that succeeds costs one more
+    Python call, no tracing.
     """
     @functools.wraps(fun)
     def checked(*args: Any) -> Any:
@@ -159,9 +160,14 @@ def broadcast_to(array: Any, shape: Any) -> Any:
     x = lax.operand(array) if not isinstance(array, (Array, Tracer)) else array
     shape = lax.canonicalize_shape(shape)
     lead = len(shape) - x.ndim
-    if lead < 0 or any(d not in (1, s) for d, s in zip(x.shape, shape[lead:])):
-        raise ValueError(f"Incompatible shapes for broadcasting: {x.shape} and requested "
-                         f"shape {shape}")
+    if lead < 0:
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={x.shape} "
+                         f"shape={shape}")
+    if any(d not in (1, s) for d, s in zip(x.shape, shape[lead:])):
+        weak = "~" if x.aval.weak_type else ""
+        raise ValueError(f"Incompatible types for broadcasting: input type={weak}"
+                         f"{x.aval.str_long()} and requested type="
+                         f"{x.aval.update(shape=shape).str_long()}")
     return lax.broadcast_in_dim(x, shape, range(lead, len(shape)))
 
 
