@@ -99,7 +99,7 @@ class Jaxpr:
         return pp_toplevel_jaxpr(self).format(width)
 
     def __str__(self) -> str:
-        return self.pretty_print()
+        return print_jaxpr(self)
 
     __repr__ = __str__
 
@@ -121,7 +121,7 @@ class ClosedJaxpr:
         return self.jaxpr.pretty_print(width)
 
     def __str__(self) -> str:
-        return self.pretty_print()
+        return print_jaxpr(self.jaxpr)
 
     __repr__ = __str__
 
@@ -365,6 +365,12 @@ def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> pp.Doc:
         docs += [pp.text(f"let {name} = "), _pp_jaxpr_body(inner, context), pp.text(" in"),
                  pp.brk()]
     return pp.concat([*docs, pp_jaxpr(jaxpr, context)])
+
+
+def print_jaxpr(jaxpr: Jaxpr) -> str:
+    """``str(jaxpr)``: the printout at JAX's width. A function of its own so that a learner
+    can write the printer as a function to a string (``minijax.pieces``, chapter 06)."""
+    return pp_toplevel_jaxpr(jaxpr).format()
 
 
 # ---------------------------------------------------------------------------------------

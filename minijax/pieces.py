@@ -86,6 +86,8 @@ PIECES: dict[str, Piece] = {piece.name: piece for piece in [
           "to_jaxpr; partial evaluation keeps minijax's own as its base class"),
     Piece("pp_toplevel_jaxpr", "06", "minijax.jaxpr", "pp_toplevel_jaxpr",
           "pp_toplevel_jaxpr(jaxpr) -> the printed jaxpr (a pretty-printer Doc)"),
+    Piece("print_jaxpr", "06", "minijax.jaxpr", "print_jaxpr",
+          "print_jaxpr(jaxpr) -> str(jaxpr), the text JAX prints"),
     Piece("eval_jaxpr", "06", "minijax.core", "eval_jaxpr",
           "eval_jaxpr(jaxpr, consts, *args) -> the outputs' values"),
     Piece("dce_jaxpr", "06", "minijax.interpreters.partial_eval", "dce_jaxpr",

@@ -105,7 +105,7 @@ class JaxprTracer(Tracer):
     __slots__ = ("_aval", "var")
     kind_name = "DynamicJaxprTracer"
 
-    def __init__(self, trace: JaxprTrace, aval: ShapedArray, var: Var) -> None:
+    def __init__(self, trace: RecordingTrace, aval: ShapedArray, var: Var) -> None:
         super().__init__(trace)
         self._aval = aval
         self.var = var
@@ -135,64 +135,37 @@ class JaxprTracer(Tracer):
         return f"JitTracer({self._aval})"  # ``~float32[]`` only if weakly typed
 
 
-class JaxprTrace(Trace):
-    """Records every primitive applied to its tracers as an equation."""
+class RecordingTrace(Trace):
+    """What a trace that records a jaxpr needs besides the recording itself: the tables of
+    host values converted while it runs, how a value from outside the trace enters the
+    jaxpr (:meth:`constant`), and the questions error messages ask. A subclass keeps
+    ``invars``, ``eqns``, ``constvars`` (id of a captured value -> its constvar) and
+    ``consts``, as :class:`JaxprTrace` does."""
 
     def __init__(self, tracing_context: errors.TracingContext | None = None) -> None:
         super().__init__()
         self.tracing_context = tracing_context
-        self.invars: list[Var] = []
-        self.eqns: list[JaxprEqn] = []
-        self.constvars: dict[int, Var] = {}  # id(captured value) -> its constvar
-        self.consts: list[Any] = []  # the captured values, in constvar order
         outer = core.current_trace()  # a nested trace (a cond's branch) shares its tables
         self.host_constants = {} if outer.host_constants is None else outer.host_constants
         self.host_scalars = {} if outer.host_scalars is None else outer.host_scalars
 
-    def new_arg(self, aval: ShapedArray) -> JaxprTracer:
-        var = Var(aval)
-        self.invars.append(var)
-        return JaxprTracer(self, aval, var)
-
-    def atom(self, x: Any) -> Atom:
-        """The jaxpr atom for ``x``: its variable, a literal, or a (new) constvar."""
-        if isinstance(x, JaxprTracer) and x._trace is self:
-            return x.var
+    def constant(self, x: Any) -> Any:
+        """What ``x``, a value from outside this trace, is in the jaxpr: a :class:`Literal`
+        for a host scalar (written as the program wrote it), else the value a constvar
+        stands for (a jax Array of any shape, or a tracer of an enclosing trace)."""
         if isinstance(x, Tracer):
             core.check_valid_tracer(x)
-            return self._constvar(x)
+            return x
         if not isinstance(x, Array):  # a Python or NumPy value
             array = runtime.host_to_array(x)
             if array.ndim:
-                return self._constvar(array)
+                return array
             written = x if type(x) in (bool, int, float, complex) else None
             return Literal(array, array.aval, written)
         written = self.host_scalars.get(id(x))
         if written is not None and written[0] is x:  # made of a host scalar while tracing
             return Literal(x, x.aval, written[1])
-        return self._constvar(x)  # a jax Array, whatever its shape
-
-    def _constvar(self, x: Any) -> Var:
-        var = self.constvars.get(id(x))
-        if var is None:
-            var = self.constvars[id(x)] = Var(x.aval)
-            self.consts.append(x)
-        return var
-
-    def process_primitive(self, primitive: Primitive, args: tuple, params: dict) -> Any:
-        invars = [self.atom(x) for x in args]
-        out_avals = primitive.abstract_eval(*[v.aval for v in invars], **params)
-        if not primitive.multiple_results:
-            out_avals = [out_avals]
-        outvars = [Var(aval) for aval in out_avals]
-        self.eqns.append(JaxprEqn(primitive, invars, outvars, params, SourceInfo.capture()))
-        tracers = [JaxprTracer(self, v.aval, v) for v in outvars]
-        return tracers if primitive.multiple_results else tracers[0]
-
-    def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
-        outvars = [self.atom(x) for x in outs]
-        jaxpr = Jaxpr(list(self.constvars.values()), self.invars, outvars, self.eqns)
-        return ClosedJaxpr(jaxpr, self.consts)
+        return x
 
     def defining_eqn(self, var: Var) -> JaxprEqn | None:
         return next((e for e in reversed(self.eqns) if var in e.outvars), None)
@@ -217,6 +190,50 @@ class JaxprTrace(Trace):
             f"    from line {eqn.source_info or 'unknown'}"
             for eqn in self.eqns
             if any(type(a) is Literal or a in constvars for a in eqn.invars))
+
+
+class JaxprTrace(RecordingTrace):
+    """Records every primitive applied to its tracers as an equation."""
+
+    def __init__(self, tracing_context: errors.TracingContext | None = None) -> None:
+        super().__init__(tracing_context)
+        self.invars: list[Var] = []
+        self.eqns: list[JaxprEqn] = []
+        self.constvars: dict[int, Var] = {}  # id(captured value) -> its constvar
+        self.consts: list[Any] = []  # the captured values, in constvar order
+
+    def new_arg(self, aval: ShapedArray) -> JaxprTracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return JaxprTracer(self, aval, var)
+
+    def atom(self, x: Any) -> Atom:
+        """The jaxpr atom for ``x``: its variable, a literal, or a (new) constvar."""
+        if isinstance(x, JaxprTracer) and x._trace is self:
+            return x.var
+        x = self.constant(x)
+        if isinstance(x, Literal):
+            return x
+        var = self.constvars.get(id(x))
+        if var is None:
+            var = self.constvars[id(x)] = Var(x.aval)
+            self.consts.append(x)
+        return var
+
+    def process_primitive(self, primitive: Primitive, args: tuple, params: dict) -> Any:
+        invars = [self.atom(x) for x in args]
+        out_avals = primitive.abstract_eval(*[v.aval for v in invars], **params)
+        if not primitive.multiple_results:
+            out_avals = [out_avals]
+        outvars = [Var(aval) for aval in out_avals]
+        self.eqns.append(JaxprEqn(primitive, invars, outvars, params, SourceInfo.capture()))
+        tracers = [JaxprTracer(self, v.aval, v) for v in outvars]
+        return tracers if primitive.multiple_results else tracers[0]
+
+    def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
+        outvars = [self.atom(x) for x in outs]
+        jaxpr = Jaxpr(list(self.constvars.values()), self.invars, outvars, self.eqns)
+        return ClosedJaxpr(jaxpr, self.consts)
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],

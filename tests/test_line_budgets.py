@@ -16,13 +16,13 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_301,
-    "core": 2_461,
-    "transformations": 3_000,
+    "core": 2_467,
+    "transformations": 3_017,
     "primitives": 7_432,
     "api": 1_593,
     "breadth": 11_049,
     "backends": 3_321,
-    "package": 422,
+    "package": 424,
 }
 
 

@@ -57,6 +57,7 @@ PROGRAMS: dict[str, tuple[Callable[[], Any], Any]] = {
     "value_and_grad": (lambda: jax.grad(_sin)(X), None),
     "JaxprTrace": (lambda: jax.make_jaxpr(_sin)(X), None),
     "pp_toplevel_jaxpr": (lambda: str(jax.make_jaxpr(_sin)(X)), None),
+    "print_jaxpr": (lambda: str(jax.make_jaxpr(_sin)(X)), None),
     "eval_jaxpr": (lambda: lax.cond(X > 0, jnp.sin, jnp.cos, X), None),
     "dce_jaxpr": (lambda: jax.grad(jax.jit(_sin))(X), None),
     "cache_key": (lambda: jax.jit(_sin)(X), None),

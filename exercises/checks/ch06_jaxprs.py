@@ -30,9 +30,11 @@ from grader.checks import (
     probe,
     reported,
 )
+from grader.pieces import Program as Run
+from grader.pieces import expect_same_with_pieces
 from grader.plain import FunctionSource, Opaque
-from minijax import lax
-from minijax.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr
+from minijax import lax, pieces
+from minijax.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 
 #: The functions and constants the programs below use. They are source so that the learner's
 #: process can build the same programs (and so the same jaxprs) as this one: a jaxpr is not
@@ -72,26 +74,6 @@ def _collatz_steps(n):
     return lax.while_loop(lambda state: state[0] != 1, step, (n, 0))[1]
 
 
-def _unused_value(x):
-    unused = jnp.cos(x)
-    return jnp.sin(x)
-
-
-def _dead_chain(x):
-    a = jnp.exp(x)
-    b = a * 2.0
-    c = jnp.log(b)
-    return x + 1.0
-
-
-def _interleaved(x, y):
-    a = jnp.sin(x)
-    dead = jnp.cos(a) * y
-    b = a * y
-    also_dead = jnp.exp(b) + a
-    return b + 1.0, a
-
-
 def _cond_in_scan(v):
     def body(total, x):
         return total + lax.cond(x > 0, lambda u: u * u, lambda u: -u, x), None
@@ -108,8 +90,7 @@ _TABLE, _W, _B = _HELPERS["_TABLE"], _HELPERS["_W"], _HELPERS["_B"]
 #: ``{"raised": ...}`` (the learner's error), ``{"failed": ...}`` (an instrument of the check's,
 #: run inside the learner's code, objected) or the exercise's observations.
 _OBSERVE = """def observe_jaxprs(ns, prelude, name, programs):
-    from minijax import core
-    from minijax.jaxpr import Jaxpr, check_jaxpr, eval_jaxpr
+    from minijax import core, pieces
     checks = __import__("grader.checks", fromlist=["CheckFailed", "describe_exception"])
     scope = {"np": np, "jnp": jnp, "lax": lax, "jax": jax}
     exec(prelude, scope)
@@ -147,41 +128,21 @@ _OBSERVE = """def observe_jaxprs(ns, prelude, name, programs):
         return {"value": "a pair", "consts": consts, "run": attempt(lambda: g(*consts, *arrays)),
                 "doubled": attempt(lambda: g(*doubled, *arrays)), "traced": traced}
 
-    def eliminated(closed, args):
-        jaxpr = closed.jaxpr
-        before = list(jaxpr.eqns)
-        got = attempt(lambda: learner(jaxpr))
-        if "value" not in got:
-            return got
-        result = got["value"]
-        report = {"value": type(result).__name__, "is_jaxpr": isinstance(result, Jaxpr),
-                  "changed": list(jaxpr.eqns) != before or len(jaxpr.eqns) != len(before)}
-        if not report["is_jaxpr"]:
-            return report
-        report["same"] = {part: list(getattr(result, part)) == list(getattr(jaxpr, part))
-                          for part in ("constvars", "invars", "outvars")}
-        report["kept"] = [next((i for i, o in enumerate(jaxpr.eqns) if o is e), -1)
-                          for e in result.eqns]
-        report["checked"] = attempt(lambda: check_jaxpr(result))
-        report["outputs"] = attempt(lambda: eval_jaxpr(result, closed.consts, *args))
-        return report
-
-    reports = []
-    for source, args in programs:
+    def report(source, args):
         fun = eval(source, scope)
         closed = jax.make_jaxpr(fun)(*args)
         if name == "hoist_constants":
-            reports.append(hoisted(fun, args))
-        elif name == "dce":
-            reports.append(eliminated(closed, [np.asarray(a) for a in args]))
-        elif name == "evaluate":
+            return hoisted(fun, args)
+        if name == "evaluate":
             consts = [np.asarray(c) for c in closed.consts]
             with core.set_current_trace(NoBinding()):
-                reports.append(attempt(lambda: learner(
-                    closed.jaxpr, consts, *[np.asarray(a) for a in args])))
-        else:
-            reports.append(attempt(lambda: learner(closed.jaxpr)))
-    return reports
+                return attempt(lambda: learner(closed.jaxpr, consts,
+                                               *[np.asarray(a) for a in args]))
+        return attempt(lambda: learner(closed.jaxpr))
+
+    # the interpreter is graded, not the pieces of the engine the notebook installed
+    with pieces.using({piece: pieces.reference(piece) for piece in pieces.installed()}):
+        return [report(source, args) for source, args in programs]
 """
 
 
@@ -194,7 +155,9 @@ class Program:
         self.fun = eval(source, _HELPERS)
 
     def closed(self) -> ClosedJaxpr:
-        return jax.make_jaxpr(self.fun)(*self.args)
+        # minijax's own pieces: a notebook's check() runs where its pieces are installed
+        with pieces.using({name: pieces.reference(name) for name in pieces.installed()}):
+            return jax.make_jaxpr(self.fun)(*self.args)
 
     def describe(self) -> str:
         return f"the jaxpr of `{self.text}`"
@@ -233,6 +196,299 @@ def _nested(params: dict[str, Any]) -> Iterator[Jaxpr]:
 
 def _vector(*values: float) -> np.ndarray:
     return np.array(values, dtype=np.float32)
+
+
+def _printed(source: str, args: str, shown: str = "") -> Run:
+    """The program ``str(jax.make_jaxpr(f)(args))`` for ``f = source``."""
+    return Run(f"str(jax.make_jaxpr(f)({args})) for f = {source}{shown}",
+               f"lambda: str(jax.make_jaxpr({source})({args}))")
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: each piece runs programs of the public API, a part of the exercise per group
+# ---------------------------------------------------------------------------------------
+
+
+def _run_parts(ns: Any, piece: str, parts: dict[str, list[Run]], hint: str) -> None:
+    """Each group of ``parts`` gives what minijax's own pieces give, with the learner's
+    ``piece`` (the notebook's object of the same name) installed."""
+    for name, programs in parts.items():
+        with part(name):
+            expect_same_with_pieces(ns, {piece: piece}, programs, hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: the trace that records equations
+# ---------------------------------------------------------------------------------------
+
+_ERROR = """def program(x):
+    try:
+        jax.make_jaxpr(lambda v: v if v > 0 else -v)(x)
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+"""
+
+_TRACE_PROGRAMS = {
+    "recording equations": [
+        _printed("lambda x: jnp.sin(x) * 2.0 + x", "1.0"),
+        _printed("lambda x, y: (jnp.sin(x) * y, jnp.cos(y), x)", "1.0, 2.0",
+                 "  (several outputs, an input among them)"),
+        _printed("lambda p: jnp.tanh(p['x'] @ p['w'])",
+                 "{'x': np.ones((2, 3), np.float32), 'w': np.ones((3, 4), np.float32)}"),
+        _printed("lambda k, v: lax.sort_key_val(k, v)[1]", "np.ones(3, np.float32), "
+                 "np.ones(3, np.float32)", "  (a primitive with several results)"),
+    ],
+    "constants and literals": [
+        _printed("lambda x: x * 2 + np.float32(0.5) * x", "1.0",
+                 "  (host scalars are literals)"),
+        _printed("lambda x: x * table + table", "np.ones(3, np.float32)",
+                 "  (table = np.arange(3.0, dtype=np.float32): one constvar)")._replace(
+            source="def program():\n    table = np.arange(3.0, dtype=np.float32)\n"
+                   "    return str(jax.make_jaxpr(lambda x: x * table + table)"
+                   "(np.ones(3, np.float32)))\n"),
+        _printed("lambda x: x * two", "1.0",
+                 "  (two = jnp.float32(2.0), made before: a jax Array is a constvar, even a "
+                 "scalar one)")._replace(
+            source="def program():\n    two = jnp.float32(2.0)\n"
+                   "    return str(jax.make_jaxpr(lambda x: x * two)(1.0))\n"),
+    ],
+    "jit, grad and control flow on your trace": [
+        Run("jax.jit(lambda x: jnp.sin(x) * x)(x)", "lambda x: jax.jit(lambda x: jnp.sin(x) "
+            "* x)(x)", [_vector(0.5, 1.0, 2.0)]),
+        Run("jax.grad(jax.jit(lambda x: jnp.sin(x) * x))(x)", "lambda x: jax.grad(jax.jit("
+            "lambda x: jnp.sin(x) * x))(x)", [np.float32(0.5)]),
+        _printed("lambda x: lax.cond(x > 0, lambda v: v * x, lambda v: -v, 2.0 * x)", "1.0",
+                 "  (a branch closes over x: a tracer of the enclosing trace)"),
+        _printed("jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * x, x))",
+                 "1.0"),
+        Run("the error of jax.make_jaxpr(lambda v: v if v > 0 else -v)(x)", _ERROR,
+            [np.float32(1.0)]),
+    ],
+}
+
+
+@exercise("JaxprTrace", points=4, remote=True, parts={"recording equations": 2,
+                                                      "constants and literals": 1,
+                                                      "jit, grad and control flow on your "
+                                                      "trace": 1})
+def check_jaxpr_trace(ns):
+    hint = ("new_arg appends a new Var to invars and returns JaxprTracer(self, aval, var); "
+            "atom gives a tracer of this trace its var, else asks self.constant(x): a Literal "
+            "stays, any other value gets one constvar per id(value), its value appended to "
+            "consts; process_primitive appends JaxprEqn(primitive, invars, outvars, params, "
+            "SourceInfo.capture()) with outvars from primitive.abstract_eval")
+    _run_parts(ns, "JaxprTrace", _TRACE_PROGRAMS, hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: the printer, whose text must be JAX's
+# ---------------------------------------------------------------------------------------
+
+
+_PRINTER_PROGRAMS = {
+    "one line": [
+        _printed("lambda x: jnp.sin(x) * 2.0", "1.0"),
+        _printed("lambda x, y: jnp.sin(x) * y", "1.0, 2.0"),
+        _printed("lambda x: (x, 2.0 * x, 1.0)", "1.0", "  (an input and a literal as outputs)"),
+        _printed("lambda x: jnp.sin(x) * 0.25", "np.ones(1, np.float32)",
+                 "  (80 characters)"),
+    ],
+    "several lines": [
+        _printed("lambda x: jnp.sin(x) * 2.0 + 1.0", "1.0"),
+        _printed("lambda x, y: (jnp.sin(x) * y, jnp.cos(y))", "1.0, 2.0",
+                 "  (two outputs)"),
+        _printed("lambda x: jnp.sin(x) * 0.125", "np.ones(1, np.float32)",
+                 "  (81 characters on one line)"),
+        _printed("lambda x: jnp.sum(x ** 2, axis=1) / x.shape[1]",
+                 "np.ones((2, 3), np.float32)", "  (parameters)"),
+        _printed("lambda x: x.astype(jnp.int32) + 1", "1.0"),
+        Run("str(jax.make_jaxpr(jax.grad(lambda x: jnp.sin(x) * x))(1.0))",
+            "lambda: str(jax.make_jaxpr(jax.grad(lambda x: jnp.sin(x) * x))(1.0))"),
+    ],
+    "literals, constants and unused results": [
+        _printed("lambda x: x * 0.1 + np.float32(0.1)", "1.0",
+                 "  (a Python float as written, a float32 as its value)"),
+        _printed("lambda x: x * table + 1.0", "np.ones(3, np.float32)",
+                 "  (table = np.arange(3.0, dtype=np.float32), a constvar)")._replace(
+            source="lambda: str(jax.make_jaxpr(lambda x: x * np.arange(3.0, dtype=np.float32) "
+                   "+ 1.0)(np.ones(3, np.float32)))"),
+        _printed("lambda x: (jnp.cos(x), jnp.sin(x))[1]", "1.0", "  (an unused result)"),
+        _printed("lambda x: jnp.zeros(3) + x", "1.0"),
+        Run("str(jax.make_jaxpr(f)(1.0)) for f, 30 times x = jnp.sin(x) * 2.0 (names past z: "
+            "ba, bb, ...)",
+            "def program():\n"
+            "    def f(x):\n"
+            "        for i in range(30):\n"
+            "            x = jnp.sin(x) * 2.0\n"
+            "        return x\n"
+            "    return str(jax.make_jaxpr(f)(1.0))\n"),
+    ],
+}
+
+
+@exercise("print_jaxpr", points=4, remote=True, parts={"one line": 1, "several lines": 2,
+                                                       "literals, constants and unused results": 1})
+def check_print_jaxpr(ns):
+    hint = ("name the variables a, b, ..., z, ba, bb, ... as they first appear (constvars, "
+            "invars, then each equation's results); a result nothing reads is _; a binder is "
+            "name:aval.str_short(), a literal literal.text(); one line if it fits in 80 "
+            "characters, else the equations on lines of their own, indented by 4, and '  in'")
+    _run_parts(ns, "print_jaxpr", _PRINTER_PROGRAMS, hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: eval_jaxpr, the interpreter that binds
+# ---------------------------------------------------------------------------------------
+
+
+def _evaluated(source: str, then: str, args: list, shown: str) -> Run:
+    """A program that traces ``source`` on its arguments into ``closed`` and returns
+    ``then`` (an expression of ``closed``, ``run`` = jax.core.eval_jaxpr, and ``args``)."""
+    return Run(shown, "def program(*args):\n"
+                      f"    closed = jax.make_jaxpr({source})(*args)\n"
+                      "    run = jax.core.eval_jaxpr\n"
+                      f"    return {then}\n", args)
+
+
+_RUN = "run(closed.jaxpr, closed.consts, *args)"
+
+_EVAL_PROGRAMS = {
+    "straight-line jaxprs": [
+        _evaluated("lambda v: jnp.sin(v) * 2.0 + v", _RUN, [_vector(0.5, 1.0, 2.0)],
+                   "eval_jaxpr(closed.jaxpr, closed.consts, x) for closed = "
+                   "jax.make_jaxpr(lambda v: jnp.sin(v) * 2.0 + v)(x)"),
+        _evaluated("lambda v: (v * np.arange(3.0, dtype=np.float32), 1.0, v)", _RUN,
+                   [_vector(0.5, 1.0, 2.0)], "eval_jaxpr(closed.jaxpr, closed.consts, x) for "
+                   "closed = jax.make_jaxpr(lambda v: (v * table, 1.0, v))(x)  (a constvar, a "
+                   "literal and an input among the outputs)"),
+        _evaluated("lax.sort_key_val", _RUN, [_vector(3.0, 1.0, 2.0), _vector(30.0, 10.0, 20.0)],
+                   "eval_jaxpr(closed.jaxpr, closed.consts, k, v) for closed = "
+                   "jax.make_jaxpr(lax.sort_key_val)(k, v)  (a primitive with two results)"),
+    ],
+    "under transformations": [
+        _evaluated("lambda v: jnp.sin(v) * 2.0", "str(jax.make_jaxpr(lambda *a: run("
+                   "closed.jaxpr, closed.consts, *a))(*args))", [np.float32(1.0)],
+                   "str(jax.make_jaxpr(lambda x: eval_jaxpr(closed.jaxpr, closed.consts, x))(x)) "
+                   "for closed = jax.make_jaxpr(lambda v: jnp.sin(v) * 2.0)(x)  (literals stay "
+                   "literals)"),
+        _evaluated("lambda v: jnp.sin(v) * v", "jax.grad(lambda *a: run(closed.jaxpr, "
+                   "closed.consts, *a)[0])(*args)", [np.float32(0.5)],
+                   "jax.grad(lambda x: eval_jaxpr(closed.jaxpr, closed.consts, x)[0])(x) for "
+                   "closed = jax.make_jaxpr(lambda v: jnp.sin(v) * v)(x)"),
+        _printed("lambda x: jax.jit(lambda v: jnp.sin(v) * 2.0, inline=True)(x) + 1.0", "1.0",
+                 "  (an inlined jit is evaluated into the trace)"),
+    ],
+    "control flow runs on it": [
+        *[Run(f"lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x) for x = {x}",
+              "lambda x: lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x)", [np.float32(x)])
+          for x in (3.0, -2.0)],
+        Run("lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x)",
+            "lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x)",
+            [np.float32(1.5)]),
+        Run("lax.scan(lambda c, x: (c + x, c * x), 0.0, xs)",
+            "lambda xs: lax.scan(lambda c, x: (c + x, c * x), 0.0, xs)",
+            [_vector(1.0, 2.0, 3.0)]),
+        Run("jax.grad(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(x)",
+            "lambda x: jax.grad(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(x)",
+            [np.float32(0.5)]),
+    ],
+}
+
+
+@exercise("eval_jaxpr", points=3, remote=True, parts={"straight-line jaxprs": 1,
+                                                      "under transformations": 1,
+                                                      "control flow runs on it": 1})
+def check_eval_jaxpr(ns):
+    hint = ("an environment dict from Var to value, filled from constvars and consts, then "
+            "invars and args; for each equation, read its inputs (a Literal's value is "
+            "atom.val), bind: eqn.primitive.bind(*inputs, **eqn.params), store the results "
+            "(a list if eqn.primitive.multiple_results) under eqn.outvars; return the outvars "
+            "read the same way, as a list")
+    _run_parts(ns, "eval_jaxpr", _EVAL_PROGRAMS, hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Build it: dead-code elimination, the pass jit's lowering runs first
+# ---------------------------------------------------------------------------------------
+
+#: ``pe.dce_jaxpr`` in a program's source (programs see only jax, jnp, lax and np).
+_DCE = '__import__("minijax.interpreters.partial_eval", fromlist=["pe"]).dce_jaxpr'
+
+
+def _cut(source: str, args: str, used: str, instantiate: str = "False") -> str:
+    """A program that cuts the jaxpr of ``source`` with ``dce_jaxpr`` and shows the result."""
+    return (f"lambda: (lambda cut: (str(cut[0]), len(cut[0].consts), list(cut[1])))("
+            f"{_DCE}(jax.make_jaxpr({source})({args}), {used}, {instantiate}))")
+
+
+_PRINTED = """def printed(x):
+    import contextlib, io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        y = jax.jit(lambda v: (jax.debug.print("v = {}", v), jnp.exp(v), v + 1.0)[2])(x)
+    return out.getvalue(), y
+"""
+
+_DCE_PROGRAMS = {
+    "removing dead equations": [
+        Run("jax.make_jaxpr(f)(1.0), cut by dce_jaxpr(closed, True), for f = lambda x: "
+                "(jnp.cos(x), jnp.exp(x) * 2.0, jnp.sin(x))[2]",
+                _cut("lambda x: (jnp.cos(x), jnp.exp(x) * 2.0, jnp.sin(x))[2]", "1.0", "True")),
+        Run("dce_jaxpr(closed, [True, False]) for the two outputs of "
+                "f = lambda x, y: (jnp.sin(x) * y, jnp.cos(y))",
+                _cut("lambda x, y: (jnp.sin(x) * y, jnp.cos(y))", "1.0, 2.0", "[True, False]")),
+        Run("jax.jit(f).lower(x).as_text() for f = lambda x: (jnp.log(jnp.exp(x) * 2.0), "
+                "x + 1.0)[1]  (the lowering cuts dead code first)",
+                "lambda x: jax.jit(lambda x: (jnp.log(jnp.exp(x) * 2.0), x + 1.0)[1])"
+                ".lower(x).as_text()", [_vector(1.0, 2.0)]),
+        Run("jax.jit(lambda k, v: lax.sort_key_val(k, v)[1])(k, v)  (an equation with one "
+                "of its two results used)", "lambda k, v: jax.jit(lambda k, v: "
+                "lax.sort_key_val(k, v)[1])(k, v)",
+                [_vector(3.0, 1.0, 2.0), _vector(30.0, 10.0, 20.0)]),
+        Run("jax.grad(jax.jit(lambda x: jnp.sin(x) * x))(x)",
+                "lambda x: jax.grad(jax.jit(lambda x: jnp.sin(x) * x))(x)", [np.float32(0.5)]),
+    ],
+    "inputs, constants and instantiate": [
+        *[Run(f"dce_jaxpr(closed, {used}) for f = lambda x, y: (x * table, jnp.sin(y))  "
+              "(table a NumPy array, a constvar)",
+              _cut("lambda x, y: (x * np.arange(3.0, dtype=np.float32), jnp.sin(y))",
+                   "np.ones(3, np.float32), 1.0", used))
+          for used in ("[True, False]", "[False, True]")],
+        Run("dce_jaxpr(closed, True, instantiate=[False, True]) for f = lambda x, y: "
+                "jnp.sin(x)", _cut("lambda x, y: jnp.sin(x)", "1.0, 2.0", "True",
+                                   "[False, True]")),
+        Run("dce_jaxpr(closed, False, instantiate=True) for f = lambda x: jnp.sin(x) + x",
+                _cut("lambda x: jnp.sin(x) + x", "1.0", "False", "True")),
+        Run("jax.jit(lambda x, y: x * 2.0)(x, y)  (an unused argument)",
+                "lambda x, y: jax.jit(lambda x, y: x * 2.0)(x, y)",
+                [_vector(1.0, 2.0), _vector(5.0, 6.0)]),
+    ],
+    "effects and nested jaxprs": [
+        Run("the text printed by jax.jit(lambda v: (jax.debug.print('v = {}', v), "
+                "jnp.exp(v), v + 1.0)[2])(x), and its result  (debug.print has an effect: "
+                "it stays)", _PRINTED, [np.float32(1.5)]),
+        Run("dce_jaxpr(closed, True) for f = lambda x: jax.jit(lambda v: (jnp.sin(v), "
+                "jnp.cos(v)))(x)[0]  (a jit's body is cut by its rule in dce_rules)",
+                _cut("lambda x: jax.jit(lambda v: (jnp.sin(v), jnp.cos(v)))(x)[0]", "1.0",
+                     "True")),
+        Run("jax.jit(lambda x: lax.cond(x > 0, lambda v: (v, jnp.exp(v)), "
+                "lambda v: (-v, v), x)[0])(x)",
+                "lambda x: jax.jit(lambda x: lax.cond(x > 0, lambda v: (v, jnp.exp(v)), "
+                "lambda v: (-v, v), x)[0])(x)", [np.float32(-2.0)]),
+    ],
+}
+
+
+@exercise("dce_jaxpr", points=4, remote=True, parts={"removing dead equations": 2,
+                                                     "inputs, constants and instantiate": 1,
+                                                     "effects and nested jaxprs": 1})
+def check_dce_jaxpr(ns):
+    hint = ("walk the equations backwards with a set of live Vars, starting with the used "
+            "outputs; skip an equation none of whose results is live unless "
+            "has_effects(Jaxpr([], [], [], [eqn])); let dce_rules[eqn.primitive] (if any) cut a "
+            "kept equation, then add its Var inputs to the live set; an input is used if live "
+            "or instantiated, a constvar (with its value) stays if live")
+    _run_parts(ns, "dce_jaxpr", _DCE_PROGRAMS, hint)
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,7 +556,7 @@ def check_count_primitives(ns):
 
 @exercise("hoist_constants", points=2, remote=True)
 def check_hoist_constants(ns):
-    hint = ("closed = jax.make_jaxpr(f)(*args); return a function g(*values) that calls "
+    hint = ("closed = jax.make_jaxpr(f)(*args); return a function g(*values) that calls core."
             "eval_jaxpr(closed.jaxpr, values[:n], *values[n:]) with n = "
             "len(closed.jaxpr.constvars), and list(closed.consts)")
     cases = [
@@ -427,103 +683,6 @@ def _check_evaluated(program: Program, expected: list, report: Any, hint: str) -
                               f"expected a NumPy array -- hint: {hint}")
         expect_close(Returned(call=f"output {i} of {got.call}", value=value), want, rtol=1e-5,
                      atol=1e-6, hint=f"the jaxpr is:\n{closed}\n{hint}")
-
-
-# ---------------------------------------------------------------------------------------
-# Exercise 4: dead-code elimination
-# ---------------------------------------------------------------------------------------
-
-
-def _needed(jaxpr: Jaxpr) -> list[JaxprEqn]:
-    """The equations that compute the outputs, found backwards from them."""
-    live = {atom for atom in jaxpr.outvars if isinstance(atom, Var)}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
-            kept.append(eqn)
-            live.update(a for a in eqn.invars if isinstance(a, Var))
-    return kept[::-1]
-
-
-#: The parts of the DCE exercise: how many of its programs, in order, each holds.
-_DCE_PARTS = {"removing dead equations": 5, "nothing needed, nothing dead": 2}
-
-
-@exercise("dce", points=3, remote=True, parts={"removing dead equations": 2,
-                                               "nothing needed, nothing dead": 1})
-def check_dce(ns):
-    hint = ("walk the equations backwards with a set of live variables, starting with the "
-            "outvars (Vars only: literals need nothing); keep an equation if any of its outvars "
-            "is live, and then add its Var inputs to the live set; return "
-            "Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept_equations_in_order)")
-    cases = [
-        Program("an unused cos: unused = jnp.cos(x); return jnp.sin(x)", "_unused_value", 1.0),
-        Program("a dead chain: a = jnp.exp(x); b = a * 2.0; c = jnp.log(b); return x + 1.0",
-                "_dead_chain", _vector(1.0, 2.0)),
-        Program("live and dead code interleaved (two outputs)", "_interleaved", 0.5,
-                _vector(1.0, -1.0, 2.0)),
-        Program("lambda k, v: lax.sort_key_val(k, v)[1]  (one result of an equation unused)",
-                "lambda k, v: lax.sort_key_val(k, v)[1]", _vector(3.0, 1.0, 2.0),
-                _vector(30.0, 10.0, 20.0)),
-        Program("jax.grad(lambda x: jnp.sin(x) * x)", "jax.grad(lambda x: jnp.sin(x) * x)", 1.0),
-        Program("lambda x: (jnp.sin(x), x)[1]  (nothing is needed)",
-                "lambda x: (jnp.sin(x), x)[1]", 2.0),
-        Program("lambda x: x * offsets - 1.0  (a constvar; nothing is dead)",
-                "lambda x: x * _OFFSETS - 1.0", _vector(1.0, 2.0, 3.0)),
-    ]
-    learner_function(ns, "dce")
-    reports = observed(ns, "dce", cases)
-    for (name, program), report in zip(grouped(cases, _DCE_PARTS), reports):
-        with part(name):
-            _check_eliminated(program, report, hint)
-
-
-def _check_eliminated(program: Program, report: Any, hint: str) -> None:
-    """The jaxpr the learner's dce returned for one program (``report``) keeps exactly the
-    needed equations, and computes what the program does."""
-    closed = program.closed()
-    jaxpr = closed.jaxpr
-    got = returned(call_text("dce", program.describe()), report)
-    if report["changed"]:
-        raise CheckFailed(f"{got.call} changed the equations of the jaxpr it was given; "
-                          "build a new Jaxpr and leave the input alone")
-    if not report["is_jaxpr"]:
-        raise CheckFailed(f"{got.call} returned a {got.value}; expected a Jaxpr "
-                          f"-- hint: {hint}")
-    for field in ("constvars", "invars", "outvars"):
-        if not report["same"][field]:
-            raise CheckFailed(f"{got.call} changed the {field}; keep them as they are (the "
-                              f"same Var objects) -- hint: {hint}")
-    _expect_needed(got.call, jaxpr, report["kept"], closed, hint)
-    returned(f"check_jaxpr({got.call})", report["checked"])
-    outputs = returned(f"eval_jaxpr({got.call}, ...)", report["outputs"]).value
-    args = [np.asarray(a) for a in program.args]
-    expected = eval_jaxpr(jaxpr, closed.consts, *args)
-    for i, (value, want) in enumerate(zip(outputs, expected)):
-        expect_close(Returned(call=f"eval_jaxpr({got.call}, ...)[{i}]", value=value),
-                     np.asarray(want, np.float64), rtol=1e-6)
-
-
-def _expect_needed(call: str, jaxpr: Jaxpr, kept: list[int], closed: ClosedJaxpr,
-                   hint: str) -> None:
-    """``kept``, the positions in ``jaxpr`` of the equations the learner's result holds (-1
-    for one that is not there), must be those of the needed equations, in order."""
-    if -1 in kept:
-        raise CheckFailed(f"{call} returned equations that are not in the input jaxpr; "
-                          "keep the original JaxprEqn objects")
-    if kept != sorted(kept):
-        raise CheckFailed(f"{call} changed the order of the equations; keep them in "
-                          "program order")
-    needed = [next(i for i, o in enumerate(jaxpr.eqns) if o is e) for e in _needed(jaxpr)]
-    if kept != needed:
-        names = [e.primitive.name for e in jaxpr.eqns]
-        extra = [names[i] for i in kept if i not in needed]
-        missing = [names[i] for i in needed if i not in kept]
-        raise CheckFailed(
-            f"{call} kept {len(kept)} equation(s); expected {len(needed)}: "
-            + (f"these are dead: {extra}; " if extra else "")
-            + (f"these are needed: {missing}; " if missing else "")
-            + f"the jaxpr is:\n{closed}\n-- hint: {hint}")
 
 
 # ---------------------------------------------------------------------------------------
