@@ -18,7 +18,7 @@ BUDGETS = {
     "utilities": 1_301,
     "core": 2_467,
     "transformations": 3_017,
-    "primitives": 7_432,
+    "primitives": 7_431,
     "api": 1_593,
     "breadth": 11_049,
     "backends": 3_321,
