@@ -6,8 +6,9 @@ piece right after you write it, for that notebook's session only. The capstone t
 on all of them together; :func:`your_engine` is the one call that gathers them.
 
 How it finds them, without running the notebooks' demos: in each notebook ``NN_*.ipynb`` of
-the folder, its first code cell (the imports) and its exercise cells (the cells you write in,
-marked by the grader's ``exercise`` metadata) run in a fresh namespace, and every
+the folder, its first code cell (the imports), the cells that only import and define, and
+its exercise cells (the cells you write in, marked by the grader's ``exercise`` metadata) run
+in a fresh namespace, and every
 ``pieces.install("name", expression)`` call in the notebook says which object is which
 piece. A piece still at its stub (``pieces.is_stub``) is left out, and so is
 one whose cell raises: minijax's own stays in its place, and the report says so.
@@ -62,7 +63,8 @@ def _install_notebook(path: pathlib.Path) -> dict[str, str]:
     namespace: dict[str, Any] = {"__name__": f"your_engine_{path.stem}"}
     failed: dict[int, str] = {}
     written = [cell for index, cell in enumerate(cells)
-               if index == 0 or "exercise" in cell.get("metadata", {})]
+               if index == 0 or "exercise" in cell.get("metadata", {})
+               or _defines_only(_source(cell))]
     with _installing_nothing():  # a cell may install its own piece: we decide below
         for index, cell in enumerate(written):
             filename, source = f"{path.name}, cell {cell.get('id')}", _source(cell)
@@ -118,6 +120,18 @@ def install_calls(source: str, notebook: str = "") -> list[Found]:
                 and isinstance(node.args[0].value, str)):
             calls.append(Found(notebook, node.args[0].value, ast.unparse(node.args[1])))
     return calls
+
+
+def _defines_only(source: str) -> bool:
+    """Whether a cell only imports, defines and assigns (the building blocks a notebook's
+    pieces use, given in a cell of their own): such a cell runs; a demo, which prints or
+    plots, does not."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign)
+    return bool(body) and all(isinstance(node, kinds) for node in body)
 
 
 def _source(cell: dict[str, Any]) -> str:

@@ -117,8 +117,13 @@ def physical_aval(aval: ShapedArray) -> ShapedArray:
 
 
 def get_aval(x: Any) -> ShapedArray:
-    """The abstract value of an Array, a Tracer, or anything else with ``.aval``."""
-    return x.aval
+    """The abstract value of an Array, a Tracer, or anything else with ``.aval``; of a host
+    value (a Python scalar, weakly typed; a NumPy array or scalar), what it becomes as an
+    array, as JAX's ``get_aval`` gives it: a lax function may bind a host constant as is."""
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval
+    return ShapedArray(np.shape(x), dtypes.dtype(x), dtypes.is_weakly_typed(x))
 
 
 # ---------------------------------------------------------------------------------------

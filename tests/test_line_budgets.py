@@ -16,7 +16,7 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_301,
-    "core": 2_467,
+    "core": 2_472,
     "transformations": 3_017,
     "primitives": 7_431,
     "api": 1_593,
