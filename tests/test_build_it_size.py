@@ -2,7 +2,8 @@
 about 1,500 lines together), so that a learner can write them all.
 
 A piece is what an exercise notebook installs with ``pieces.install("name", expression)``;
-its lines are those of the solved exercise cells that define a name the expression uses.
+its lines are those of the solved exercise cells that define (or assign) a name the
+expression uses: a function, a class, a rule table.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ def piece_lines(notebook: Path) -> dict[str, int]:
     for cell in cells:
         if "exercise" not in cell.metadata:
             continue
-        defined = {node.name for node in ast.parse(cell.source).body
-                   if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        body = ast.parse(cell.source).body
+        defined = {node.name for node in body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {target.id for node in body if isinstance(node, ast.Assign)
+                    for target in node.targets if isinstance(target, ast.Name)}
         if defined & installed:
             sizes[cell.metadata["exercise"]["name"]] = len(cell.source.splitlines())
     return sizes

@@ -399,10 +399,13 @@ def check_polynomial_traces(seen: dict[str, Any], hint: str) -> None:
 
 def _outcome(expression: str) -> str:
     """A program (``def``) that calls ``expression`` on its arguments and returns the value,
-    or the error it raised as ``"ErrorClass: message"``: the error is the result compared."""
+    or the error it raised as ``"ErrorClass: message"``: the error is the result compared
+    (a stub's ``NotImplementedError`` goes through: the part is not attempted)."""
     return ("def program(*args):\n"
             "    try:\n"
             f"        return ({expression})(*args)\n"
+            "    except NotImplementedError:\n"
+            "        raise\n"
             "    except Exception as exc:\n"
             "        return f'{type(exc).__name__}: {exc}'\n")
 
@@ -470,6 +473,8 @@ _LEAK = """def program(x):
     {transform}(f)(x)
     try:
         {use}
+    except NotImplementedError:
+        raise
     except Exception as exc:
         lines = str(exc).splitlines()
         return [type(exc).__name__, lines[0],
