@@ -1112,6 +1112,16 @@ def _matmul_expr(lhs: str, rhs: str, lt: TensorType, rt: TensorType, out: Tensor
         lhs_v = lhs if lhs_free < cl[0] else _swap_last(lhs, len(lt.shape))
         rhs_v = rhs if cr[0] < rhs_free else _swap_last(rhs, len(rt.shape))
         return f"np.matmul({lhs_v}, {rhs_v})"
+    if (lt.dtype == rt.dtype == out.dtype and out.dtype.kind == "f" and not cl
+            and bl == br == tuple(range(nb))):
+        # no contraction: an outer product of each batch (the weight gradient of a matrix
+        # product under vmap), one multiply per element as BLAS's k = 1 product, broadcast
+        # by NumPy several times faster than a matmul with a length-1 inner dimension (a
+        # complex product is left to BLAS, which rounds it its own way)
+        free_l, free_r = len(lt.shape) - nb, len(rt.shape) - nb
+        lhs_v = f"{lhs}[...{', None' * free_r}]" if free_r else lhs
+        rhs_v = f"{rhs}[{':, ' * nb}{'None, ' * free_l}...]" if free_l else rhs
+        return f"({lhs_v} * {rhs_v})"
     if (lt.dtype == rt.dtype == out.dtype and out.dtype.kind in "fc" and out.dtype.itemsize >= 4
             and not bl and len(cl) == 1 and len(rt.shape) <= 2 and cl[0] == len(lt.shape) - 1
             and (len(lt.shape) <= 2 or len(rt.shape) == 2) and cr[0] in (0, len(rt.shape) - 1)):
