@@ -766,17 +766,24 @@ _CACHE_PROGRAM = """def program():
         traces.append(None)
         return {body}
 
+    def result(call):
+        try:
+            y = call()
+            return [np.asarray(y).tolist(), str(y.dtype)]
+        except Exception as exc:
+            return f"{{type(exc).__name__}}: {{exc}}"
+
     f = jax.jit(f{options})
-    first = {first}
+    first = result(lambda: {first})
     with {context}:
-        second = {second}
-    return [[np.asarray(y).tolist(), str(y.dtype)] for y in (first, second)] + [len(traces)]
+        second = result(lambda: {second})
+    return [first, second, len(traces)]
 """
 
 # (what the two calls differ in, f's parameters and body, the calls, jit's options, and
-# what the second call runs in): each program returns both results (as lists, and their
-# dtypes: the grader's channel makes every array it carries one of the current x64 mode) and
-# how many times f was traced.
+# what the second call runs in): each program returns both results (as lists with their
+# dtypes, since the grader's channel makes every array it carries one of the current x64
+# mode; or the error a call raised) and how many times f was traced.
 _NO_CONTEXT = "contextlib.nullcontext()"
 _CACHE_CASES = [
     ("nothing but values", "x", "x * 2", "f(jnp.ones(3))", "f(jnp.zeros(3))", "", _NO_CONTEXT),
@@ -808,8 +815,8 @@ def _cache_programs() -> list[Program]:
         then = second if context == _NO_CONTEXT else f"{second} under {context}"
         programs.append(Program(
             f"f = jax.jit(lambda {params}: {body}{options}), called as {first}, then as "
-            f"{then} (the calls differ in {differ}), returning both results (as lists, "
-            "with their dtypes) and how many times f was traced,", source))
+            f"{then} (the calls differ in {differ}), returning both results "
+            "(as lists, with their dtypes) and how many times f was traced,", source))
     return programs
 
 
