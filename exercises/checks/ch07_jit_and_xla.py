@@ -5,7 +5,11 @@ eagerly (minijax's eager results are checked against JAX by the test suite), a l
 module is compiled by minijax's NumPy backend and run, and its operations compared, as a multiset
 (several orders are equally right), with those minijax lowers for an equivalent ``lax`` program
 (equal to JAX's text, also tested), a CSE pass with the number of operations minijax's own pass
-keeps, and predicted cache keys with what ``jit`` really does.
+keeps, and predicted cache keys with what ``jit`` really does. The Build-it pieces run the
+engine: the base primitives' lowering rules lower ``jit`` programs whose operations are
+compared with minijax's (JAX's) the same way, and whose text minijax's NumPy backend and, where
+JAX is installed, real XLA compile and run; jit's cache key and cache run jitted functions
+called twice, and their results and trace counts are compared with minijax's own cache's.
 
 The learner's functions receive jaxprs, modules and arguments that are not plain data, so an
 instrument of the check's (:data:`_OBSERVE`) builds them in the learner's process from the
