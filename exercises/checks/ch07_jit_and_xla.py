@@ -5,7 +5,11 @@ eagerly (minijax's eager results are checked against JAX by the test suite), a l
 module is compiled by minijax's NumPy backend and run, and its operations compared, as a multiset
 (several orders are equally right), with those minijax lowers for an equivalent ``lax`` program
 (equal to JAX's text, also tested), a CSE pass with the number of operations minijax's own pass
-keeps, and predicted cache keys with what ``jit`` really does.
+keeps, and predicted cache keys with what ``jit`` really does. The Build-it pieces run the
+engine: the base primitives' lowering rules lower ``jit`` programs whose operations are
+compared with minijax's (JAX's) the same way, and whose text minijax's NumPy backend and, where
+JAX is installed, real XLA compile and run; jit's cache key and cache run jitted functions
+called twice, and their results and trace counts are compared with minijax's own cache's.
 
 The learner's functions receive jaxprs, modules and arguments that are not plain data, so an
 instrument of the check's (:data:`_OBSERVE`) builds them in the learner's process from the
@@ -34,9 +38,9 @@ from grader.checks import (
     reported,
     show,
 )
-from grader.pieces import Program, expect_same_with_pieces
+from grader.pieces import Program, difference, expect_same_with_pieces
 from grader.plain import FunctionSource
-from minijax import lax
+from minijax import lax, pieces
 from minijax.compiler import passes, stablehlo
 
 f32 = np.float32
@@ -629,3 +633,210 @@ def _check_key(first_text: str, second_text: str, static: tuple, steps: list[Any
             f"with static_argnums={static} and called with {first_text}, then with "
             f"{second_text}, {'traces' if retraced else 'does not trace'} again. Yours "
             f"were {keys[0][1]} and {keys[1][1]}")
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 5: lowering rules of base primitives, compiled by minijax's backend and real XLA
+# ---------------------------------------------------------------------------------------
+
+#: Runs in the learner's process: with the learner's rule for one primitive in minijax's table
+#: (every other piece minijax's own), lowers each program, and reports its text, the text's
+#: operations without value names (a multiset: any valid order is right), and what minijax's
+#: NumPy backend and, where JAX is installed, real XLA compute from the text.
+_OBSERVE_RULES = """def observe_rules(ns, primitive, programs):
+    from minijax import pieces
+    from minijax.compiler import numpy_backend, xla_backend
+    describe = __import__("grader.checks", fromlist=["x"]).describe_exception
+    table = ns.get("base_lowering_rules")
+    if not isinstance(table, dict):
+        return {"missing": type(table).__name__}
+    rules = {p: rule for p, rule in table.items() if getattr(p, "name", None) == primitive}
+    if not rules:
+        return {"missing_rule": sorted(str(getattr(p, "name", p)) for p in table)}
+    others = {name: pieces.reference(name) for name in pieces.installed()}
+    reports = []
+    with pieces.using({**others, "lowering_rules": rules}):
+        for source, args in programs:
+            fun = eval(source, {"jax": jax, "jnp": jnp, "lax": lax, "np": np})
+            try:
+                text = jax.jit(fun).lower(*args).as_text()
+            except NotImplementedError:
+                raise
+            except Exception as exc:
+                reports.append({"raised": describe(exc)})
+                continue
+            report = {"value": text}
+            for backend in ("numpy", "xla"):
+                if backend == "xla" and not xla_backend.available():
+                    continue
+                compile_ = numpy_backend.compile if backend == "numpy" else xla_backend.compile
+                try:
+                    report[backend] = {"value": [np.asarray(out)
+                                                 for out in compile_(text)(*args)]}
+                except Exception as exc:
+                    report[backend] = {"raised": describe(exc)}
+            reports.append(report)
+    return reports
+"""
+
+_XB = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0]], f32)
+_VB = np.array([0.5, -1.0, 2.0, 4.0], f32)
+#: (primitive, the programs that lower it: source and arguments) -- one part each.
+_BASE_PROGRAMS = {
+    "integer_pow": [("lambda x: x ** 2", (_XB,)), ("lambda x: x ** 3", (_XB,)),
+                    ("lambda x: x ** 5", (_VB,)), ("lambda x: x ** 6", (f32(1.5),)),
+                    ("lambda x: x ** -2", (_XB,)), ("lambda x: lax.integer_pow(x, 7)",
+                                                    (np.array([2, -3], np.int32),))],
+    "reduce_sum": [("lambda x: jnp.sum(x, axis=0)", (_XB,)), ("lambda x: jnp.sum(x)", (_XB,)),
+                   ("lambda x: jnp.sum(x, axis=(0, 2))",
+                    (np.arange(24, dtype=np.int32).reshape(2, 3, 4),)),
+                   ("lambda x: jnp.sum(x.astype(jnp.float16), axis=1)", (_XB,))],
+    "dot_general": [("lambda a, b: a @ b", (_XB, _XB.T.copy())),
+                    ("lambda a, v: a @ v", (_XB, _VB[:3].copy())),
+                    ("lambda a, b: jnp.einsum('bij,bjk->bik', a, b)",
+                     (np.stack([_XB, -_XB]), np.stack([_XB.T, _XB.T]).copy())),
+                    ("lambda a, b: lax.dot_general(a, b, (((0,), (0,)), ((), ())), "
+                     "precision=lax.Precision.HIGHEST)", (_XB, _XB))],
+    "logistic": [("lambda x: jax.nn.sigmoid(x)", (_XB,)), ("lambda x: lax.logistic(x)",
+                                                           (f32(-0.75),)),
+                 ("lambda x: jax.grad(lambda x: jnp.sum(jax.nn.sigmoid(x)))(x)", (_VB,))],
+}
+
+
+def _operations(text: str) -> list[str]:
+    """The lines of a module's text with the values' names left out (``%0``, ``%cst_1``,
+    ``%arg0`` all become ``%``): two modules that do the same operations, in any order and
+    with any names, give the same lines, as a multiset."""
+    import re
+
+    return sorted(re.sub(r"%[\w#]+", "%", line.strip()) for line in text.splitlines()
+                  if line.strip() and line.strip() != "}")
+
+
+def _check_rule_program(primitive: str, source: str, args: tuple, report: dict) -> None:
+    """The learner's lowering of one program: the same operations as minijax's (and JAX's),
+    and the same results from minijax's NumPy backend and from XLA, where it runs."""
+    shown = f"jax.jit({source}).lower(...).as_text() with your rule for {primitive}"
+    text = reported(shown, report).value
+    fun = _program(source)
+    with pieces.using({name: pieces.reference(name) for name in pieces.installed()}):
+        want_text = jax.jit(fun).lower(*args).as_text()
+        want = [np.asarray(v) for v in jax.tree_util.tree_leaves(fun(*args))]
+    mine, theirs = collections.Counter(_operations(text)), collections.Counter(
+        _operations(want_text))
+    if mine != theirs:
+        extra = "\n  ".join((mine - theirs).elements()) or "nothing"
+        missing = "\n  ".join((theirs - mine).elements()) or "nothing"
+        raise CheckFailed(
+            f"{shown} has other operations than JAX lowers (in whatever order, value names "
+            f"aside): yours have too many of\n  {extra}\nand lack\n  {missing}\nYour module:\n"
+            f"{text.rstrip()}")
+    for backend, name in (("numpy", "minijax's NumPy backend"), ("xla", "real XLA")):
+        if backend not in report:
+            continue  # JAX is not installed where the program ran: XLA cannot be asked
+        program = f"the program {source}, lowered with your rule and compiled by {name},"
+        got = reported(program, report[backend]).value
+        problem = difference(got, want)
+        if problem is not None:
+            raise CheckFailed(f"{program} gave {problem}")
+
+
+@exercise("base_lowering_rules", points=4, remote=True,
+          parts=dict.fromkeys(_BASE_PROGRAMS, 1))
+def check_base_lowering_rules(ns):
+    for primitive, programs in _BASE_PROGRAMS.items():
+        with part(primitive):
+            reports = probe(ns, "observe", FunctionSource(_OBSERVE_RULES), primitive,
+                            [[source, list(args)] for source, args in programs])
+            if "missing" in reports:
+                raise CheckFailed(f"base_lowering_rules is {reports['missing']}, not a dict "
+                                  "{primitive: rule}: did you run its cell?")
+            if "missing_rule" in reports:
+                raise CheckFailed(f"base_lowering_rules has no rule for {primitive}_p (its "
+                                  f"keys are the primitives {reports['missing_rule']})")
+            for (source, args), report in zip(programs, reports):
+                _check_rule_program(primitive, source, args, report)
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 6: jit's cache key and cache, as pieces of minijax
+# ---------------------------------------------------------------------------------------
+
+_CACHE_PROGRAM = """def program():
+    import contextlib
+    traces = []
+
+    def f({params}):
+        traces.append(None)
+        return {body}
+
+    def result(call):
+        try:
+            y = call()
+            return [np.asarray(y).tolist(), str(y.dtype)]
+        except NotImplementedError:  # a stub: the part is not attempted
+            raise
+        except Exception as exc:
+            return f"{{type(exc).__name__}}: {{exc}}"
+
+    f = jax.jit(f{options})
+    first = result(lambda: {first})
+    with {context}:
+        second = result(lambda: {second})
+    return [first, second, len(traces)]
+"""
+
+# (what the two calls differ in, f's parameters and body, the calls, jit's options, and
+# what the second call runs in): each program returns both results (as lists with their
+# dtypes, since the grader's channel makes every array it carries one of the current x64
+# mode; or the error a call raised) and how many times f was traced.
+_NO_CONTEXT = "contextlib.nullcontext()"
+_CACHE_CASES = [
+    ("nothing but values", "x", "x * 2", "f(jnp.ones(3))", "f(jnp.zeros(3))", "", _NO_CONTEXT),
+    ("nothing but an array's values, with a static argument equal", "x, n", "x * n",
+     "f(jnp.ones(3), 2)", "f(jnp.zeros(3), 2)", ", static_argnums=1", _NO_CONTEXT),
+    ("the dtype", "x", "x * 2", "f(jnp.ones(3))", "f(jnp.ones(3, jnp.int32))", "", _NO_CONTEXT),
+    ("the weak type", "x", "x * 2", "f(1.0)", "f(jnp.float32(1.0))", "", _NO_CONTEXT),
+    ("the shape", "x", "x * 2", "f(jnp.ones(3))", "f(jnp.ones(4))", "", _NO_CONTEXT),
+    ("the tree structure", "t", "t[0] + t[-1]", "f((jnp.ones(2), jnp.ones(2)))",
+     "f([jnp.ones(2), jnp.ones(2)])", "", _NO_CONTEXT),
+    ("a static value", "x, n", "x * n", "f(jnp.ones(3), 2)", "f(jnp.ones(3), 3)",
+     ", static_argnums=1", _NO_CONTEXT),
+    ("a static value's type (2 == 2.0)", "x, n", "x * n", "f(jnp.ones(3), 2)",
+     "f(jnp.ones(3), 2.0)", ", static_argnums=1", _NO_CONTEXT),
+    ("the x64 flag", "x", "x.astype(float)", "f(np.ones(3, np.float32))",
+     "f(np.ones(3, np.float32))", "", "jax.config.override('jax_enable_x64', True)"),
+    ("the size vmap binds to an axis name", "x", "x * lax.psum(1, 'i')",
+     "jax.vmap(f, axis_name='i')(jnp.ones((3, 2)))",
+     "jax.vmap(f, axis_name='i')(jnp.ones((4, 2)))", "", _NO_CONTEXT),
+]
+
+
+def _cache_programs() -> list[Program]:
+    """The cases above as programs, shown as the two calls of one jitted function."""
+    programs = []
+    for differ, params, body, first, second, options, context in _CACHE_CASES:
+        source = _CACHE_PROGRAM.format(params=params, body=body, options=options,
+                                       first=first, second=second, context=context)
+        then = second if context == _NO_CONTEXT else f"{second} under {context}"
+        programs.append(Program(
+            f"f = jax.jit(lambda {params}: {body}{options}), called as {first}, then as "
+            f"{then} (the calls differ in {differ}), returning both results "
+            "(as lists, with their dtypes) and how many times f was traced,", source))
+    return programs
+
+
+_CACHE_PARTS = {"cached, with minijax's key": ("cached",),
+                "jit_cache_key, with minijax's cache": ("cache_key",)}
+
+
+@exercise("jit_cache", points=2, remote=True, parts=dict.fromkeys(_CACHE_PARTS, 1))
+def check_jit_cache(ns):
+    installs = {"cached": "cached", "cache_key": "jit_cache_key"}
+    for part_name, names in _CACHE_PARTS.items():
+        with part(part_name):
+            expect_same_with_pieces(
+                ns, {piece: installs[piece] for piece in names}, _cache_programs(),
+                hint="two calls share a trace exactly when their keys are equal: the key holds "
+                     "everything the trace depends on (all four arguments, as hashable values), "
+                     "and cached traces only on a miss and remembers what it made")
