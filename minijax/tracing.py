@@ -26,7 +26,9 @@ from collections.abc import Callable, Sequence
 from types import CodeType
 from typing import Any, NamedTuple
 
-from minijax import core, errors, runtime
+import numpy as np
+
+from minijax import core, dtypes, errors, runtime
 from minijax.array import Array, is_jax_value
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, PrintContext, Var, pp_eqn
@@ -157,6 +159,8 @@ class RecordingTrace(Trace):
             core.check_valid_tracer(x)
             return x
         if not isinstance(x, Array):  # a Python or NumPy value
+            if getattr(x, "dtype", None) == dtypes.float0:
+                return self.float0_constant(np.shape(x))
             array = runtime.host_to_array(x)
             if array.ndim:
                 return array
@@ -166,6 +170,17 @@ class RecordingTrace(Trace):
         if written is not None and written[0] is x:  # made of a host scalar while tracing
             return Literal(x, x.aval, written[1])
         return x
+
+    def float0_constant(self, shape: tuple[int, ...]) -> Any:
+        """A float0 value (the cotangent of an integer: NumPy zeros with no bytes) as JAX
+        writes it in a jaxpr: the scalar as a literal, ``(b'',):float0[]``, and any other
+        shape as a broadcast of that literal, recorded here. Not an Array: float0 holds
+        no numbers, so no array of the runtime can hold it."""
+        zero = np.zeros((), dtypes.float0)
+        if not shape:
+            return Literal(zero, ShapedArray((), dtypes.float0, False))
+        with core.set_current_trace(self):
+            return _float0_broadcast(zero, shape)
 
     def defining_eqn(self, var: Var) -> JaxprEqn | None:
         return next((e for e in reversed(self.eqns) if var in e.outvars), None)
@@ -192,6 +207,17 @@ class RecordingTrace(Trace):
             if any(type(a) is Literal or a in constvars for a in eqn.invars))
 
 
+def _float0_broadcast(zero: np.ndarray, shape: tuple[int, ...]) -> Any:
+    raise NotImplementedError("minijax.lax installs this (install_float0_broadcast)")
+
+
+def install_float0_broadcast(broadcast: Callable[[np.ndarray, tuple[int, ...]], Any]) -> None:
+    """Set how a trace broadcasts the float0 scalar: with ``broadcast_in_dim``, a
+    primitive of ``minijax.lax``, which sits above this module."""
+    global _float0_broadcast
+    _float0_broadcast = broadcast
+
+
 class JaxprTrace(RecordingTrace):
     """Records every primitive applied to its tracers as an equation."""
 
@@ -209,9 +235,10 @@ class JaxprTrace(RecordingTrace):
 
     def atom(self, x: Any) -> Atom:
         """The jaxpr atom for ``x``: its variable, a literal, or a (new) constvar."""
-        if isinstance(x, JaxprTracer) and x._trace is self:
+        if not (isinstance(x, JaxprTracer) and x._trace is self):
+            x = self.constant(x)
+        if isinstance(x, JaxprTracer) and x._trace is self:  # a float0 broadcast, too
             return x.var
-        x = self.constant(x)
         if isinstance(x, Literal):
             return x
         var = self.constvars.get(id(x))

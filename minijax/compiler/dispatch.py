@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from minijax import dtypes
 from minijax.array import Array
 from minijax.compiler.jit_primitive import executable_for, jit_p
 from minijax.core import Primitive, ShapedArray
@@ -60,10 +61,12 @@ class Program(Primitive):
         self.impl = getattr(run, "fn", run)  # type: ignore[method-assign]
 
 
-def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
+def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Any]:
     """Run a traced signature eagerly: one job on the device's queue. The output arrays
     are returned at once and filled in when the worker gets to the job (at once, when
-    host NumPy arrays are read in place: see :func:`_borrow`)."""
+    host NumPy arrays are read in place: see :func:`_borrow`). A float0 output (an
+    integer's cotangent) is NumPy's float0 zeros, as eager ``grad`` gives it and as JAX
+    turns the program's booleans back: there is nothing in it to wait for."""
     borrowed: list[np.ndarray] = []
     for leaf in leaves:
         if type(leaf) is not Array:
@@ -85,7 +88,8 @@ def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
         if out._value is not None and any(np.may_share_memory(out._value, x)
                                           for x in borrowed):
             out._value = np.array(out._value)
-    return outs
+    return [np.zeros(out.shape, dtypes.float0) if out.dtype == dtypes.float0 else out
+            for out in outs]
 
 
 def _borrow(x: Any, borrowed: list[np.ndarray]) -> Array:

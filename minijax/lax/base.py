@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes, errors
+from minijax import core, dtypes, errors, tracing
 from minijax.array import Array, is_jax_value
 from minijax.compiler.lowering import RuleContext, _region, lowering_rules, register
 from minijax.compiler.stablehlo_ir import TensorType, Value
@@ -1022,6 +1022,8 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
 
 
 ad.install_zeros(zeros_like_aval)
+tracing.install_float0_broadcast(lambda zero, shape: broadcast_in_dim_p.bind(
+    zero, shape=shape, broadcast_dimensions=(), sharding=None))
 
 
 def _jax_typed(x: Any) -> Any:
