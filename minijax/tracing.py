@@ -144,6 +144,8 @@ class RecordingTrace(Trace):
     ``invars``, ``eqns``, ``constvars`` (id of a captured value -> its constvar) and
     ``consts``, as :class:`JaxprTrace` does."""
 
+    broadcast_in_dim_p: Primitive  # set by minijax.lax, a layer above (for float0 zeros)
+
     def __init__(self, tracing_context: errors.TracingContext | None = None) -> None:
         super().__init__()
         self.tracing_context = tracing_context
@@ -180,7 +182,8 @@ class RecordingTrace(Trace):
         if not shape:
             return Literal(zero, ShapedArray((), dtypes.float0, False))
         with core.set_current_trace(self):
-            return _float0_broadcast(zero, shape)
+            return self.broadcast_in_dim_p.bind(zero, shape=shape, broadcast_dimensions=(),
+                                                sharding=None)
 
     def defining_eqn(self, var: Var) -> JaxprEqn | None:
         return next((e for e in reversed(self.eqns) if var in e.outvars), None)
@@ -205,17 +208,6 @@ class RecordingTrace(Trace):
             f"    from line {eqn.source_info or 'unknown'}"
             for eqn in self.eqns
             if any(type(a) is Literal or a in constvars for a in eqn.invars))
-
-
-def _float0_broadcast(zero: np.ndarray, shape: tuple[int, ...]) -> Any:
-    raise NotImplementedError("minijax.lax installs this (install_float0_broadcast)")
-
-
-def install_float0_broadcast(broadcast: Callable[[np.ndarray, tuple[int, ...]], Any]) -> None:
-    """Set how a trace broadcasts the float0 scalar: with ``broadcast_in_dim``, a
-    primitive of ``minijax.lax``, which sits above this module."""
-    global _float0_broadcast
-    _float0_broadcast = broadcast
 
 
 class JaxprTrace(RecordingTrace):

@@ -235,17 +235,15 @@ def lower_jaxpr_into(b: Builder, jaxpr: Jaxpr, consts: Sequence[Value],
                      args: Sequence[Value]) -> list[Value]:
     """Emit the equations of ``jaxpr`` into ``b``'s block; return the output values.
 
-    A literal becomes a new ``stablehlo.constant`` at each use, as in JAX (a float0
-    literal, which has no value, the ``false`` of its physical type).
+    A literal becomes a new ``stablehlo.constant`` at each use, as in JAX.
     """
     env: dict[Var, Value] = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
 
     def read(atom: Any) -> Value:
-        if type(atom) is Literal and atom.aval.dtype == dtypes.float0:
-            return b.constant(False)
-        if type(atom) is Literal:
-            return b.constant(np.asarray(atom.value), atom.aval.dtype)
+        if type(atom) is Literal:  # a float0 one has no value: JAX stores it as false
+            value = False if atom.aval.dtype == dtypes.float0 else np.asarray(atom.value)
+            return b.constant(value, physical_aval(atom.aval).dtype)
         return env[atom]
 
     for eqn in jaxpr.eqns:

@@ -1022,8 +1022,7 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
 
 
 ad.install_zeros(zeros_like_aval)
-tracing.install_float0_broadcast(lambda zero, shape: broadcast_in_dim_p.bind(
-    zero, shape=shape, broadcast_dimensions=(), sharding=None))
+tracing.RecordingTrace.broadcast_in_dim_p = broadcast_in_dim_p
 
 
 def _jax_typed(x: Any) -> Any:

@@ -1,0 +1,89 @@
+"""float0 under ``jit`` and ``make_jaxpr``, compared with JAX (issue 13).
+
+The cotangent of an integer input (``grad(f, allow_int=True)``, ``vjp``) has dtype
+float0: NumPy zeros that hold no bytes. Eagerly minijax already gave them; traced, the
+value has to enter a jaxpr, a StableHLO module and come back out of a compiled program.
+JAX writes it as the literal ``(b'',):float0[]`` (a ``broadcast_in_dim`` of it for other
+shapes), lowers it as ``i1`` false, and hands back float0 zeros of the output's shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.oracle import check_jaxpr, check_program, namespaces
+
+jax = pytest.importorskip("jax")
+
+I3 = np.arange(3, dtype=np.int32)
+F3 = np.ones(3, np.float32)
+
+
+def _mul(x, y):
+    return x * y
+
+
+def _dot(x, y):
+    return (x * y).sum()
+
+
+def _tree(p):
+    return p["a"] * p["b"].astype(np.float32).sum()
+
+
+TREE = {"a": 2.0, "b": np.arange(2, dtype=np.int32)}
+
+# name -> (function of a namespace giving the function to trace, its arguments)
+PROGRAMS = {
+    "grad_int_scalar": (lambda n: n.jax.grad(_mul, allow_int=True), (2, 3.0)),
+    "grad_int_array": (lambda n: n.jax.grad(_dot, allow_int=True), (I3, F3)),
+    "grad_argnums_int_float": (
+        lambda n: n.jax.grad(_mul, argnums=(0, 1), allow_int=True), (2, 3.0)),
+    "grad_pytree_int_leaf": (lambda n: n.jax.grad(_tree, allow_int=True), (TREE,)),
+    "vmap_grad_int": (lambda n: n.jax.vmap(n.jax.grad(_mul, allow_int=True)), (I3, F3)),
+    "vjp_int_input": (lambda n: lambda x: n.jax.vjp(_mul, x, 1.0)[1](1.0), (3,)),
+    "nested_jit_grad_int": (
+        lambda n: lambda x, y: n.jax.jit(n.jax.grad(_mul, allow_int=True))(x, y), (2, 3.0)),
+}
+
+
+def _described(tree):
+    """The leaves of ``tree``, a float0 one as (its class is a NumPy array, dtype, shape):
+    JAX's float0 results are a NumPy subclass of its own, minijax's plain NumPy arrays,
+    and NumPy cannot compare values that hold no bytes."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    return [(isinstance(x, np.ndarray), str(x.dtype), x.shape)
+            if x.dtype == jax.dtypes.float0 else x for x in leaves]
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_jaxpr_prints_as_jaxs(name):
+    fun, args = PROGRAMS[name]
+    check_jaxpr(fun, *args)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_jitted_values_match_jax(name):
+    fun, args = PROGRAMS[name]
+    check_program(lambda n: _described(n.jax.jit(fun(n))(*args)))
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_lowered_text_matches_jax(name):
+    fun, args = PROGRAMS[name]
+    ours, theirs = namespaces()
+    got = ours.jax.jit(fun(ours)).lower(*args).as_text()
+    assert got == theirs.jax.jit(fun(theirs)).lower(*args).as_text(), got
+
+
+def test_jitted_float0_is_numpy_zeros_of_the_output_shape():
+    import minijax
+
+    out = minijax.jit(minijax.grad(_dot, allow_int=True))(I3, F3)
+    assert type(out) is np.ndarray
+    assert out.dtype == minijax.dtypes.float0 and out.shape == (3,)
+
+
+def test_eager_grad_is_unchanged():
+    check_program(lambda n: _described(n.jax.grad(_dot, allow_int=True)(I3, F3)))
