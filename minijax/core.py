@@ -128,6 +128,8 @@ def get_aval(x: Any) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
+    if getattr(x, "dtype", None) == dtypes.float0:  # an integer's cotangent: never an array
+        return ShapedArray(np.shape(x), dtypes.float0, False)
     return ShapedArray(np.shape(x), dtypes.dtype(x), dtypes.is_weakly_typed(x))
 
 

@@ -18,6 +18,8 @@ jax = pytest.importorskip("jax")
 
 I3 = np.arange(3, dtype=np.int32)
 F3 = np.ones(3, np.float32)
+I23 = np.arange(6, dtype=np.int32).reshape(2, 3)
+F23 = np.ones((2, 3), np.float32)
 
 
 def _mul(x, y):
@@ -43,6 +45,10 @@ PROGRAMS = {
     "grad_pytree_int_leaf": (lambda n: n.jax.grad(_tree, allow_int=True), (TREE,)),
     "vmap_grad_int": (lambda n: n.jax.vmap(n.jax.grad(_mul, allow_int=True)), (I3, F3)),
     "vjp_int_input": (lambda n: lambda x: n.jax.vjp(_mul, x, 1.0)[1](1.0), (3,)),
+    "vmap_of_jit_grad_int": (
+        lambda n: n.jax.vmap(n.jax.jit(n.jax.grad(_dot, allow_int=True))), (I23, F23)),
+    "jvp_of_jit_grad_int": (lambda n: lambda y, t: n.jax.jvp(
+        lambda y: n.jax.jit(n.jax.grad(_dot, allow_int=True))(I3, y), (y,), (t,)), (F3, F3)),
     "nested_jit_grad_int": (
         lambda n: lambda x, y: n.jax.jit(n.jax.grad(_mul, allow_int=True))(x, y), (2, 3.0)),
 }
@@ -75,6 +81,36 @@ def test_lowered_text_matches_jax(name):
     ours, theirs = namespaces()
     got = ours.jax.jit(fun(ours)).lower(*args).as_text()
     assert got == theirs.jax.jit(fun(theirs)).lower(*args).as_text(), got
+
+
+# name -> program of a namespace: a float0 result through other transformations
+COMPOSITIONS = {
+    "vmap_of_jit": lambda n: n.jax.vmap(n.jax.jit(n.jax.grad(_dot, allow_int=True)))(I23, F23),
+    "jvp_of_jit_grad": lambda n: n.jax.jvp(
+        lambda y: n.jax.jit(n.jax.grad(_dot, allow_int=True))(I3, y), (F3,), (F3,)),
+    "jit_grad_of_jit": lambda n: n.jax.jit(n.jax.grad(
+        lambda x, y: n.jax.jit(_dot)(x, y), allow_int=True))(I3, F3),
+    "jit_vjp_float0_cotangent": lambda n: n.jax.jit(lambda x: n.jax.vjp(
+        lambda a: a * 2, x)[1](np.zeros(3, n.jax.dtypes.float0)))(I3),
+    "jit_cond": lambda n: n.jax.jit(lambda p, x, y: n.lax.cond(
+        p, lambda: n.jax.grad(_dot, allow_int=True)(x, y),
+        lambda: n.jax.grad(_dot, allow_int=True)(x, y)))(True, I3, F3),
+}
+
+
+@pytest.mark.parametrize("name", COMPOSITIONS)
+def test_float0_through_compositions_matches_jax(name):
+    check_program(lambda n: _described(COMPOSITIONS[name](n)))
+
+
+def test_a_jaxpr_with_a_float0_broadcast_evaluates_eagerly():
+    """The broadcast of the float0 literal runs in NumPy: there is nothing to compute."""
+    import minijax
+    from minijax.jaxpr import eval_closed_jaxpr
+
+    closed = minijax.make_jaxpr(minijax.grad(_dot, allow_int=True))(I3, F3)
+    (out,) = eval_closed_jaxpr(closed, I3, F3)
+    assert out.dtype == minijax.dtypes.float0 and out.shape == (3,)
 
 
 def test_jitted_float0_is_numpy_zeros_of_the_output_shape():

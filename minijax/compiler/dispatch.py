@@ -15,13 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes
 from minijax.array import Array
 from minijax.compiler.jit_primitive import executable_for, jit_p
 from minijax.core import Primitive, ShapedArray
 from minijax.dtypes import canonicalize_dtype
 from minijax.jaxpr import has_effects
-from minijax.runtime import _as_array, _placement, default_device
+from minijax.runtime import _as_array, _placement, default_device, float0_as_numpy
 from minijax.tree_util import PyTreeDef
 
 
@@ -64,9 +63,7 @@ class Program(Primitive):
 def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Any]:
     """Run a traced signature eagerly: one job on the device's queue. The output arrays
     are returned at once and filled in when the worker gets to the job (at once, when
-    host NumPy arrays are read in place: see :func:`_borrow`). A float0 output (an
-    integer's cotangent) is NumPy's float0 zeros, as eager ``grad`` gives it and as JAX
-    turns the program's booleans back: there is nothing in it to wait for."""
+    host NumPy arrays are read in place: see :func:`_borrow`); float0 ones are NumPy's."""
     borrowed: list[np.ndarray] = []
     for leaf in leaves:
         if type(leaf) is not Array:
@@ -88,8 +85,7 @@ def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Any]:
         if out._value is not None and any(np.may_share_memory(out._value, x)
                                           for x in borrowed):
             out._value = np.array(out._value)
-    return [np.zeros(out.shape, dtypes.float0) if out.dtype == dtypes.float0 else out
-            for out in outs]
+    return float0_as_numpy(outs)
 
 
 def _borrow(x: Any, borrowed: list[np.ndarray]) -> Array:

@@ -192,8 +192,9 @@ class JVPTrace(Trace):
 
 
 def _as_value(x: Any) -> Any:
-    """Inputs may be Python or NumPy scalars: make them arrays, keeping tracers as they are."""
-    if isinstance(x, (Array, Tracer)):
+    """Inputs may be Python or NumPy scalars: make them arrays, keeping tracers as they are
+    (and float0 zeros, which no array holds)."""
+    if isinstance(x, (Array, Tracer)) or getattr(x, "dtype", None) == dtypes.float0:
         return x
     from minijax.runtime import host_to_array
 
