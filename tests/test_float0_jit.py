@@ -4,7 +4,8 @@ The cotangent of an integer input (``grad(f, allow_int=True)``, ``vjp``) has dty
 float0: NumPy zeros that hold no bytes. Eagerly minijax already gave them; traced, the
 value has to enter a jaxpr, a StableHLO module and come back out of a compiled program.
 JAX writes it as the literal ``(b'',):float0[]`` (a ``broadcast_in_dim`` of it for other
-shapes), lowers it as ``i1`` false, and hands back float0 zeros of the output's shape.
+shapes), lowers it as ``i1`` false, and hands back float0 zeros of the output's shape;
+a float0 argument of ``jit`` (a cotangent passed back in) goes in as ``i1``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from minijax.compiler import xla_backend
 from tests.oracle import check_jaxpr, check_program, namespaces
 
 jax = pytest.importorskip("jax")
@@ -34,6 +36,11 @@ def _tree(p):
     return p["a"] * p["b"].astype(np.float32).sum()
 
 
+def _named(vjp_fun):
+    """``vjp_fun`` in a function of our own: its name is in the lowered module's."""
+    return lambda ct: vjp_fun(ct)
+
+
 TREE = {"a": 2.0, "b": np.arange(2, dtype=np.int32)}
 
 # name -> (function of a namespace giving the function to trace, its arguments)
@@ -49,6 +56,10 @@ PROGRAMS = {
         lambda n: n.jax.vmap(n.jax.jit(n.jax.grad(_dot, allow_int=True))), (I23, F23)),
     "jvp_of_jit_grad_int": (lambda n: lambda y, t: n.jax.jvp(
         lambda y: n.jax.jit(n.jax.grad(_dot, allow_int=True))(I3, y), (y,), (t,)), (F3, F3)),
+    "float0_inputs": (lambda n: lambda x, y, z: (x, y * 2, z),
+                      (np.zeros(2, jax.dtypes.float0), 1.0, np.zeros((), jax.dtypes.float0))),
+    "vjp_fn_of_a_float0_cotangent": (
+        lambda n: _named(n.jax.vjp(lambda a: a * 2, I3)[1]), (np.zeros(3, jax.dtypes.float0),)),
     "nested_jit_grad_int": (
         lambda n: lambda x, y: n.jax.jit(n.jax.grad(_mul, allow_int=True))(x, y), (2, 3.0)),
 }
@@ -111,6 +122,16 @@ def test_a_jaxpr_with_a_float0_broadcast_evaluates_eagerly():
     closed = minijax.make_jaxpr(minijax.grad(_dot, allow_int=True))(I3, F3)
     (out,) = eval_closed_jaxpr(closed, I3, F3)
     assert out.dtype == minijax.dtypes.float0 and out.shape == (3,)
+
+
+@pytest.mark.skipif(not xla_backend.available(), reason="no usable jax.extend")
+def test_real_xla_runs_the_lowered_float0_as_false():
+    import minijax
+
+    text = minijax.jit(minijax.grad(_mul, argnums=(0, 1), allow_int=True)).lower(
+        2, 3.0).as_text()
+    zero, grad_y = xla_backend.compile(text)(np.int32(2))
+    assert zero.dtype == np.bool_ and not zero and grad_y == 2.0
 
 
 def test_jitted_float0_is_numpy_zeros_of_the_output_shape():

@@ -16,10 +16,10 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_301,
-    "core": 2_489,
+    "core": 2_491,
     "transformations": 3_038,
     "primitives": 7_432,
-    "api": 1_593,
+    "api": 1_596,
     "breadth": 11_049,
     "backends": 3_321,
     "package": 424,

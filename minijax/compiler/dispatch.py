@@ -18,7 +18,7 @@ import numpy as np
 from minijax.array import Array
 from minijax.compiler.jit_primitive import executable_for, jit_p
 from minijax.core import Primitive, ShapedArray
-from minijax.dtypes import canonicalize_dtype
+from minijax.dtypes import canonicalize_dtype, float0
 from minijax.jaxpr import has_effects
 from minijax.runtime import _as_array, _placement, default_device, float0_as_numpy
 from minijax.tree_util import PyTreeDef
@@ -96,6 +96,9 @@ def _borrow(x: Any, borrowed: list[np.ndarray]) -> Array:
     ``jnp.asarray`` does: copies freed at the end of every step are handed back to the
     system and faulted in again by the next, page by page (a small MLP step ran three
     times slower on NumPy arguments than on device arrays). JAX's CPU reads in place too."""
+    if getattr(x, "dtype", None) == float0:  # the program takes it as booleans (JAX's i1)
+        return Array(ShapedArray(x.shape, np.dtype(bool)), np.zeros(x.shape, bool),
+                     default_device(), False)
     if type(x) is not np.ndarray or not x.ndim or x.dtype != canonicalize_dtype(x.dtype):
         return _as_array(x)
     view = x.view()
