@@ -174,10 +174,10 @@ class RecordingTrace(Trace):
         return x
 
     def float0_constant(self, shape: tuple[int, ...]) -> Any:
-        """A float0 value (the cotangent of an integer: NumPy zeros with no bytes) as JAX
-        writes it in a jaxpr: the scalar as a literal, ``(b'',):float0[]``, and any other
-        shape as a broadcast of that literal, recorded here. Not an Array: float0 holds
-        no numbers, so no array of the runtime can hold it."""
+        """A float0 value (an integer's cotangent: NumPy zeros with no bytes) as JAX writes
+        grad's zeros: the scalar as a literal, ``(b'',):float0[]``, other shapes as its
+        broadcast, recorded here (so is a user's own float0 array, where JAX would make a
+        constvar). Not an Array: float0 holds no numbers, so no array of the runtime holds it."""
         zero = np.zeros((), dtypes.float0)
         if not shape:
             return Literal(zero, ShapedArray((), dtypes.float0, False))
