@@ -60,6 +60,9 @@ PROGRAMS = {
                       (np.zeros(2, jax.dtypes.float0), 1.0, np.zeros((), jax.dtypes.float0))),
     "vjp_fn_of_a_float0_cotangent": (
         lambda n: _named(n.jax.vjp(lambda a: a * 2, I3)[1]), (np.zeros(3, jax.dtypes.float0),)),
+    "jacrev_int": (lambda n: n.jax.jacrev(_mul, allow_int=True), (I3, F3)),
+    "jacrev_int_and_float": (
+        lambda n: n.jax.jacrev(_mul, argnums=(0, 1), allow_int=True), (I3, F3)),
     "nested_jit_grad_int": (
         lambda n: lambda x, y: n.jax.jit(n.jax.grad(_mul, allow_int=True))(x, y), (2, 3.0)),
 }
@@ -103,6 +106,8 @@ COMPOSITIONS = {
         lambda x, y: n.jax.jit(_dot)(x, y), allow_int=True))(I3, F3),
     "jit_vjp_float0_cotangent": lambda n: n.jax.jit(lambda x: n.jax.vjp(
         lambda a: a * 2, x)[1](np.zeros(3, n.jax.dtypes.float0)))(I3),
+    "jacrev_int_eager": lambda n: n.jax.jacrev(_mul, argnums=(0, 1), allow_int=True)(I3, F3),
+    "vmap_grad_int_eager": lambda n: n.jax.vmap(n.jax.grad(_mul, allow_int=True))(I3, F3),
     "jit_cond": lambda n: n.jax.jit(lambda p, x, y: n.lax.cond(
         p, lambda: n.jax.grad(_dot, allow_int=True)(x, y),
         lambda: n.jax.grad(_dot, allow_int=True)(x, y)))(True, I3, F3),

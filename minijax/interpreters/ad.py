@@ -75,8 +75,6 @@ def instantiate(tangent: Any) -> Any:
     """
     if type(tangent) is not Zero:
         return tangent
-    if tangent.aval.dtype == dtypes.float0:
-        return np.zeros(tangent.aval.shape, dtypes.float0)
     return zeros_like_aval(tangent.aval)
 
 

@@ -1012,7 +1012,13 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
     """An array of zeros of type ``aval``, as JAX writes it: a scalar zero (weak if
     ``aval`` is), broadcast. Under ``linearize`` (a partial-evaluation trace) the
     broadcast is recorded in the linear part with the other tangent computations, as
-    JAX's linearize does, although nothing unknown goes into it."""
+    JAX's linearize does, although nothing unknown goes into it. float0 zeros (of an
+    integer) broadcast NumPy's float0 scalar, which no array holds: eagerly they stay
+    NumPy's, traced the scalar is a literal (see ``RecordingTrace.float0_constant``)."""
+    if aval.dtype == dtypes.float0:
+        zero = np.zeros((), dtypes.float0)
+        return broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=(),
+                                       sharding=None) if aval.shape else zero
     zero = convert_element_type(0, aval.dtype, aval.weak_type)
     trace = core.current_trace()
     if aval.shape and isinstance(trace, PartialEvalTrace):
