@@ -37,7 +37,8 @@ def _tree(p):
 
 
 def _named(vjp_fun):
-    """``vjp_fun`` in a function of our own: its name is in the lowered module's."""
+    """``vjp_fun`` in a lambda: the lowered module is named after the function, and JAX's
+    vjp function has no name (``jit__unnamed_function``) where minijax's is ``vjp_fun``."""
     return lambda ct: vjp_fun(ct)
 
 
