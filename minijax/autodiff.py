@@ -434,7 +434,9 @@ def _unravel(tree: Any, axis: int, arr: Any, example: Any = None) -> Any:
     shape in place of that axis, cast like ``example`` (or like the leaf itself)."""
     leaves, treedef = tree_flatten(tree)
     axis %= arr.ndim
-    if arr.dtype == dtypes.float0:  # cotangents of integer inputs: zeros of their dtype
+    # An eager float0 cotangent is NumPy's, which lax neither splits nor casts: the zeros
+    # of the integers are made at once (traced, the split and the cast are in the jaxpr).
+    if isinstance(arr, np.ndarray) and arr.dtype == dtypes.float0:
         return tree_unflatten(treedef, [ad.zeros_like_aval(_aval(example).update(
             shape=arr.shape[:axis] + _aval(leaf).shape + arr.shape[axis + 1:]))
             for leaf in leaves])

@@ -42,7 +42,9 @@ _SHORT_DTYPE_NAMES = {
 
 
 def short_dtype_name(dtype: np.dtype) -> str:
-    """``float32`` -> ``f32``: the spelling jaxprs use."""
+    """``float32`` -> ``f32``: the spelling jaxprs use (NumPy names float0 ``void``)."""
+    if dtype == dtypes.float0:
+        return "float0"
     return _SHORT_DTYPE_NAMES.get(dtype.name, dtype.name)
 
 
@@ -109,8 +111,11 @@ class ShapedArray:
 
 def physical_aval(aval: ShapedArray) -> ShapedArray:
     """How a value of ``aval`` is stored: itself, or for an extended dtype (a key) the
-    array of its physical dtype with the physical trailing dimensions."""
+    array of its physical dtype with the physical trailing dimensions; float0, which has
+    no values, as booleans (JAX's choice: ``tensor<i1>``, always false)."""
     dt = aval.dtype
+    if dt == dtypes.float0:
+        return ShapedArray(aval.shape, np.dtype(bool))
     if not dtypes.is_extended(dt):
         return aval
     return ShapedArray((*aval.shape, *dt.physical_shape), dt.physical_dtype)
@@ -123,6 +128,8 @@ def get_aval(x: Any) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
+    if getattr(x, "dtype", None) == dtypes.float0:  # an integer's cotangent: never an array
+        return ShapedArray(np.shape(x), dtypes.float0, False)
     return ShapedArray(np.shape(x), dtypes.dtype(x), dtypes.is_weakly_typed(x))
 
 

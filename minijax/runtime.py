@@ -541,6 +541,8 @@ class EvalTrace(Trace):
         committed = False
         for a in args:  # one pass over the inputs: this runs for every eager operation
             if type(a) is not Array:
+                if getattr(a, "dtype", None) == dtypes.float0:  # no values: stays in NumPy
+                    return primitive.impl(*args, **params)
                 return self.process_primitive(primitive, tuple(map(_as_array, args)), params)
             if isinstance(a.aval.dtype, ExtendedDType):
                 return _extended_eval(primitive, args, params)
@@ -557,7 +559,15 @@ class EvalTrace(Trace):
             return out
         outs = [Array(aval, None, device, committed) for aval in out_avals]
         device.enqueue((primitive, args, params, outs))
-        return outs
+        return float0_as_numpy(outs)
+
+
+def float0_as_numpy(outs: list[Array]) -> list[Any]:
+    """``outs``, NumPy's float0 zeros in place of each float0 one (an integer's cotangent,
+    computed as booleans by a compiled program, as JAX does): it holds no values, so
+    nothing is waited for, and eager ``grad`` gives the same."""
+    return [np.zeros(out.shape, dtypes.float0) if out.dtype == dtypes.float0 else out
+            for out in outs]
 
 
 eval_trace = EvalTrace()

@@ -26,7 +26,9 @@ from collections.abc import Callable, Sequence
 from types import CodeType
 from typing import Any, NamedTuple
 
-from minijax import core, errors, runtime
+import numpy as np
+
+from minijax import core, dtypes, errors, runtime
 from minijax.array import Array, is_jax_value
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 from minijax.jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, PrintContext, Var, pp_eqn
@@ -142,6 +144,8 @@ class RecordingTrace(Trace):
     ``invars``, ``eqns``, ``constvars`` (id of a captured value -> its constvar) and
     ``consts``, as :class:`JaxprTrace` does."""
 
+    broadcast_in_dim_p: Primitive  # set by minijax.lax, a layer above (for float0 zeros)
+
     def __init__(self, tracing_context: errors.TracingContext | None = None) -> None:
         super().__init__()
         self.tracing_context = tracing_context
@@ -157,6 +161,8 @@ class RecordingTrace(Trace):
             core.check_valid_tracer(x)
             return x
         if not isinstance(x, Array):  # a Python or NumPy value
+            if getattr(x, "dtype", None) == dtypes.float0:
+                return self.float0_constant(np.shape(x))
             array = runtime.host_to_array(x)
             if array.ndim:
                 return array
@@ -166,6 +172,18 @@ class RecordingTrace(Trace):
         if written is not None and written[0] is x:  # made of a host scalar while tracing
             return Literal(x, x.aval, written[1])
         return x
+
+    def float0_constant(self, shape: tuple[int, ...]) -> Any:
+        """A float0 value (an integer's cotangent: NumPy zeros with no bytes) as JAX writes
+        grad's zeros: the scalar as a literal, ``(b'',):float0[]``, other shapes as its
+        broadcast, recorded here (so is a user's own float0 array, where JAX would make a
+        constvar). Not an Array: float0 holds no numbers, so no array of the runtime holds it."""
+        zero = np.zeros((), dtypes.float0)
+        if not shape:
+            return Literal(zero, ShapedArray((), dtypes.float0, False))
+        with core.set_current_trace(self):
+            return self.broadcast_in_dim_p.bind(zero, shape=shape, broadcast_dimensions=(),
+                                                sharding=None)
 
     def defining_eqn(self, var: Var) -> JaxprEqn | None:
         return next((e for e in reversed(self.eqns) if var in e.outvars), None)
@@ -209,9 +227,10 @@ class JaxprTrace(RecordingTrace):
 
     def atom(self, x: Any) -> Atom:
         """The jaxpr atom for ``x``: its variable, a literal, or a (new) constvar."""
-        if isinstance(x, JaxprTracer) and x._trace is self:
+        if not (isinstance(x, JaxprTracer) and x._trace is self):
+            x = self.constant(x)
+        if isinstance(x, JaxprTracer) and x._trace is self:  # a float0 broadcast, too
             return x.var
-        x = self.constant(x)
         if isinstance(x, Literal):
             return x
         var = self.constvars.get(id(x))

@@ -16,10 +16,10 @@ from booktools.layers import LAYERS, lines_per_layer
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
     "utilities": 1_301,
-    "core": 2_472,
-    "transformations": 3_017,
-    "primitives": 7_431,
-    "api": 1_593,
+    "core": 2_491,
+    "transformations": 3_036,
+    "primitives": 7_438,
+    "api": 1_598,
     "breadth": 11_049,
     "backends": 3_331,
     "package": 424,

@@ -18,9 +18,9 @@ import numpy as np
 from minijax.array import Array
 from minijax.compiler.jit_primitive import executable_for, jit_p
 from minijax.core import Primitive, ShapedArray
-from minijax.dtypes import canonicalize_dtype
+from minijax.dtypes import canonicalize_dtype, float0
 from minijax.jaxpr import has_effects
-from minijax.runtime import _as_array, _placement, default_device
+from minijax.runtime import _as_array, _placement, default_device, float0_as_numpy
 from minijax.tree_util import PyTreeDef
 
 
@@ -60,10 +60,10 @@ class Program(Primitive):
         self.impl = getattr(run, "fn", run)  # type: ignore[method-assign]
 
 
-def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
+def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Any]:
     """Run a traced signature eagerly: one job on the device's queue. The output arrays
     are returned at once and filled in when the worker gets to the job (at once, when
-    host NumPy arrays are read in place: see :func:`_borrow`)."""
+    host NumPy arrays are read in place: see :func:`_borrow`); float0 ones are NumPy's."""
     borrowed: list[np.ndarray] = []
     for leaf in leaves:
         if type(leaf) is not Array:
@@ -85,7 +85,7 @@ def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Array]:
         if out._value is not None and any(np.may_share_memory(out._value, x)
                                           for x in borrowed):
             out._value = np.array(out._value)
-    return outs
+    return float0_as_numpy(outs)
 
 
 def _borrow(x: Any, borrowed: list[np.ndarray]) -> Array:
@@ -96,6 +96,9 @@ def _borrow(x: Any, borrowed: list[np.ndarray]) -> Array:
     ``jnp.asarray`` does: copies freed at the end of every step are handed back to the
     system and faulted in again by the next, page by page (a small MLP step ran three
     times slower on NumPy arguments than on device arrays). JAX's CPU reads in place too."""
+    if getattr(x, "dtype", None) == float0:  # the program takes it as booleans (JAX's i1)
+        return Array(ShapedArray(x.shape, np.dtype(bool)), np.zeros(x.shape, bool),
+                     default_device(), False)
     if type(x) is not np.ndarray or not x.ndim or x.dtype != canonicalize_dtype(x.dtype):
         return _as_array(x)
     view = x.view()

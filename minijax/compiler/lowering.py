@@ -241,8 +241,9 @@ def lower_jaxpr_into(b: Builder, jaxpr: Jaxpr, consts: Sequence[Value],
     env.update(zip(jaxpr.invars, args))
 
     def read(atom: Any) -> Value:
-        if type(atom) is Literal:
-            return b.constant(np.asarray(atom.value), atom.aval.dtype)
+        if type(atom) is Literal:  # a float0 one has no value: JAX stores it as false
+            value = False if atom.aval.dtype == dtypes.float0 else np.asarray(atom.value)
+            return b.constant(value, physical_aval(atom.aval).dtype)
         return env[atom]
 
     for eqn in jaxpr.eqns:

@@ -75,8 +75,6 @@ def instantiate(tangent: Any) -> Any:
     """
     if type(tangent) is not Zero:
         return tangent
-    if tangent.aval.dtype == dtypes.float0:
-        return np.zeros(tangent.aval.shape, dtypes.float0)
     return zeros_like_aval(tangent.aval)
 
 
@@ -192,8 +190,9 @@ class JVPTrace(Trace):
 
 
 def _as_value(x: Any) -> Any:
-    """Inputs may be Python or NumPy scalars: make them arrays, keeping tracers as they are."""
-    if isinstance(x, (Array, Tracer)):
+    """Inputs may be Python or NumPy scalars: make them arrays, keeping tracers as they are
+    (and float0 zeros, which no array holds)."""
+    if isinstance(x, (Array, Tracer)) or getattr(x, "dtype", None) == dtypes.float0:
         return x
     from minijax.runtime import host_to_array
 

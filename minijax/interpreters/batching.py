@@ -142,7 +142,7 @@ def broadcast(x: Any, size: int, axis: int) -> Any:
     """``x`` repeated ``size`` times along a new axis at position ``axis``."""
     shape = list(_shape(x))
     shape.insert(axis, size)
-    if getattr(x, "dtype", None) == dtypes.float0:  # an integer's cotangent: no values
+    if isinstance(x, np.ndarray) and x.dtype == dtypes.float0:  # an integer's cotangent
         return np.zeros(shape, dtypes.float0)
     dims = tuple(np.delete(np.arange(len(shape)), axis))  # NumPy ints, printed as in JAX
     return _structural_ops["broadcast_in_dim"](x, shape, dims)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import core, dtypes, errors
+from minijax import core, dtypes, errors, tracing
 from minijax.array import Array, is_jax_value
 from minijax.compiler.lowering import RuleContext, _region, lowering_rules, register
 from minijax.compiler.stablehlo_ir import TensorType, Value
@@ -1012,7 +1012,13 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
     """An array of zeros of type ``aval``, as JAX writes it: a scalar zero (weak if
     ``aval`` is), broadcast. Under ``linearize`` (a partial-evaluation trace) the
     broadcast is recorded in the linear part with the other tangent computations, as
-    JAX's linearize does, although nothing unknown goes into it."""
+    JAX's linearize does, although nothing unknown goes into it. float0 zeros (of an
+    integer) broadcast NumPy's float0 scalar, which no array holds: eagerly they stay
+    NumPy's, traced the scalar is a literal (see ``RecordingTrace.float0_constant``)."""
+    if aval.dtype == dtypes.float0:
+        zero = np.zeros((), dtypes.float0)
+        return broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=(),
+                                       sharding=None) if aval.shape else zero
     zero = convert_element_type(0, aval.dtype, aval.weak_type)
     trace = core.current_trace()
     if aval.shape and isinstance(trace, PartialEvalTrace):
@@ -1022,6 +1028,7 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
 
 
 ad.install_zeros(zeros_like_aval)
+tracing.RecordingTrace.broadcast_in_dim_p = broadcast_in_dim_p
 
 
 def _jax_typed(x: Any) -> Any:
