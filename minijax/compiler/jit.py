@@ -36,6 +36,8 @@ import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+import numpy as np
+
 from minijax import core, tracing
 from minijax.array import Array
 from minijax.compiler import stages
@@ -194,6 +196,18 @@ def _forget_traces() -> None:
 on_pieces_change(_forget_traces)
 
 
+def _fast_leaf_key(leaf: Any) -> Any:
+    """What the fast path keys a leaf by: an array's type, or a NumPy array's shape and
+    dtype (which, with the flags in the key, fix the type ``jit`` gives it); None for any
+    other leaf, which takes the general path."""
+    kind = type(leaf)
+    if kind is Array:
+        return leaf.aval
+    if kind is np.ndarray:
+        return (leaf.shape, leaf.dtype)
+    return None
+
+
 class Jitted:
     """``jit(fun)``: call it like ``fun``. Also ``.trace(...)``, ``.lower(...)`` (ahead
     of time compilation, see ``minijax.compiler.stages``), ``.eval_shape(...)``."""
@@ -237,13 +251,15 @@ class Jitted:
         return entry.unflatten(dispatch(entry, args))
 
     def _call_with_pytrees(self, args: tuple) -> Any:
-        """Almost as fast: positional pytrees of arrays, keyed by their structure too."""
+        """Almost as fast: positional pytrees of arrays (NumPy arrays too), keyed by their
+        structure as well."""
         leaves, treedef = tree_flatten(args)
         key = [treedef, _config_state]
         for leaf in leaves:
-            if type(leaf) is not Array:
+            leaf_key = _fast_leaf_key(leaf)
+            if leaf_key is None:
                 return self._call(args, {})
-            key.append(leaf.aval)
+            key.append(leaf_key)
         entry = self._fast_cache.get(tuple(key))
         if entry is None:
             return self._call(args, {})
@@ -293,15 +309,23 @@ class Jitted:
             return entry
 
         entry = cached(self._cache, key, make_entry)
-        if not traced:
-            return entry, leaves, []
-        if traced[0]:  # a trace that captured outer tracers belongs to that trace only
+        if traced and traced[0]:  # a trace that captured outer tracers is that trace's only
             self._cache.pop(key, None)
-        elif _fast_path and not kwargs and all(type(leaf) is Array for leaf in leaves):
-            # The fast path's key: the arrays' types, and their tree unless they are flat.
-            tree = () if all(type(a) is Array for a in args) else (tree_flatten(args)[1],)
-            self._fast_cache[(*tree, _config_state, *avals)] = entry
-        return entry, leaves, traced[0]
+            return entry, leaves, traced[0]
+        if _fast_path and not kwargs:
+            self._remember_fast(args, leaves, avals, entry)
+        return entry, leaves, []
+
+    def _remember_fast(self, args: tuple, leaves: list[Any], avals: list[ShapedArray],
+                       entry: CacheEntry) -> None:
+        """File ``entry`` under the fast path's key for this call, if it has one: the
+        arrays' types (and their tree unless they are flat arrays of minijax's own)."""
+        if all(type(a) is Array for a in args):
+            self._fast_cache[(_config_state, *avals)] = entry
+            return
+        leaf_keys = [_fast_leaf_key(leaf) for leaf in leaves]
+        if None not in leaf_keys:
+            self._fast_cache[(tree_flatten(args)[1], _config_state, *leaf_keys)] = entry
 
     def _avals(self, leaves: list[Any], args: tuple, kwargs: dict) -> list[ShapedArray]:
         """The leaves' types; a leaf that is no array is reported by its argument's name."""
