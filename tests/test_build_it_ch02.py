@@ -9,59 +9,31 @@ notebooks (solutions full marks, pristine zero) are graded in ``tests/test_cours
 
 from __future__ import annotations
 
-import itertools
-import linecache
+import functools
 import textwrap
-from pathlib import Path
 
-import nbformat
 import pytest
 
 import minijax.numpy as jnp
-from grader.chapters import load_checks
-from grader.outcome import Status, run_check
+from grader.outcome import Status
 from minijax import lax, pieces
+from tests import build_it
+from tests.build_it import run_cell
 
-ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "02_numpy_and_lax"
 PIECES = ["broadcast_shapes_trivially", "bind", "EvalTrace", "least_upper_bound", "fori_loop"]
+verdict = functools.partial(build_it.verdict, CHAPTER)
 
 
 def notebook_cells(folder: str) -> tuple[str, dict[str, str]]:
-    """The setup cell's source and each exercise cell's source by exercise name."""
-    cells = nbformat.read(ROOT / folder / f"{CHAPTER}.ipynb", as_version=4).cells
-    setup = next(cell.source for cell in cells if cell.cell_type == "code")
-    exercises = {cell.metadata["exercise"]["name"]: cell.source
-                 for cell in cells if "exercise" in cell.metadata}
-    return setup, exercises
-
-
-_CELLS = itertools.count()
-
-
-def run(source: str, ns: dict) -> None:
-    """Run a cell's source in ``ns``, its lines where ``inspect`` finds them (as in a
-    notebook: ``pieces.install`` reads them to spot a stub)."""
-    filename = f"<ch02 cell {next(_CELLS)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), ns)
+    return build_it.notebook_cells(folder, CHAPTER)
 
 
 def namespace(*sources: str) -> dict:
     ns: dict = {}
     for source in sources:
-        run(source, ns)
+        run_cell(source, ns)
     return ns
-
-
-def verdict(name: str, ns: dict):
-    return run_check(load_checks(CHAPTER, ROOT / "exercises" / "checks")[name], ns)
-
-
-@pytest.fixture(autouse=True)
-def minijax_own_pieces():
-    yield
-    pieces.reset()
 
 
 @pytest.mark.parametrize("name", PIECES)
@@ -142,7 +114,7 @@ def test_the_install_cell_leaves_the_stub_out_and_puts_the_solved_piece_in(name,
     assert "still the exercise's stub" in capsys.readouterr().out
     assert pieces.installed() == []
     _, solved = notebook_cells("solutions")
-    run(solved[name], ns)
+    run_cell(solved[name], ns)
     pieces.install(name, ns[name])
     assert pieces.installed() == [name]
     assert pieces.current(name) is ns[name]

@@ -10,41 +10,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from grader.chapters import load_checks
 from grader.outcome import Status, run_check
 from minijax import lax, pieces
+from tests import build_it
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKS = load_checks("04_forward_mode", ROOT / "exercises" / "checks")
 PIECES = ["JVPTrace", "jvp_rules", "jvp", "jacfwd"]
 
 
-CELLS = [cell for cell in nbformat.read(ROOT / "solutions" / "04_forward_mode.ipynb",
-                                          as_version=4).cells if cell.cell_type == "code"]
+SETUP, SOLVED = build_it.notebook_cells("solutions", "04_forward_mode")
 
 
 def solved_source(piece: str) -> str:
     """The source of the solutions notebook's exercise cell for ``piece``."""
-    return next(cell.source for cell in CELLS
-                if cell.metadata.get("exercise", {}).get("name") == piece)
+    return SOLVED[piece]
 
 
 def solved_namespace() -> dict:
     """The solutions notebook's setup cell and its four solved pieces, run in a namespace."""
-    ns: dict = {}
-    exec(CELLS[0].source, ns)
-    for piece in PIECES:
-        exec(solved_source(piece), ns)
-    return ns
+    return build_it.solved_namespace("04_forward_mode", tuple(PIECES))
 
 
 @pytest.fixture
 def ns() -> dict:
-    yield solved_namespace()
-    pieces.reset()
+    return solved_namespace()
 
 
 @pytest.mark.parametrize("name", PIECES)
@@ -58,7 +51,7 @@ def test_each_solved_piece_alone_passes_its_programs(ns, name):
 def failed_parts(result) -> dict[str, str]:
     """The failed parts of ``result``, with their messages."""
     assert result.status is Status.FAILED, result
-    return {p.name: p.message for p in result.parts if not p.passed}
+    return build_it.failed_parts(result)
 
 
 def test_a_sin_rule_with_the_wrong_sign_fails_naming_the_program_and_both_results(ns):

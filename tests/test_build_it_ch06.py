@@ -7,31 +7,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from grader.chapters import load_checks
 from grader.outcome import Status, run_check
 from minijax import pieces
+from tests import build_it
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = nbformat.read(ROOT / "solutions" / "06_jaxprs.ipynb", as_version=4)
 CHECKS = load_checks("06_jaxprs", ROOT / "exercises" / "checks")
 BUILD_IT = ["JaxprTrace", "print_jaxpr", "eval_jaxpr", "dce_jaxpr"]
+SETUP, SOLVED = build_it.notebook_cells("solutions", "06_jaxprs")
 
 
 def solved(name: str) -> str:
     """The source of the solutions notebook's cell for the exercise ``name``."""
-    return next(cell.source for cell in SOLUTIONS.cells
-                if cell.get("metadata", {}).get("exercise", {}).get("name") == name)
+    return SOLVED[name]
 
 
 def namespace(*sources: str) -> dict:
     """The solutions notebook's setup cell run, then ``sources``: a learner's globals."""
     ns: dict = {}
-    setup = next(cell.source for cell in SOLUTIONS.cells if cell.cell_type == "code")
-    for source in (setup, *sources):
-        exec(source, ns)
+    for source in (SETUP, *sources):
+        build_it.run_cell(source, ns)
     return ns
 
 
@@ -45,7 +43,7 @@ def result(name: str, ns: dict):
 def failures(got) -> dict[str, str]:
     """The failed parts of a result, by name, with their messages."""
     assert got.status is Status.FAILED, got
-    return {part.name: part.message for part in got.parts if not part.passed}
+    return build_it.failed_parts(got)
 
 
 @pytest.mark.parametrize("name", BUILD_IT)

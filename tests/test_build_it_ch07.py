@@ -17,12 +17,6 @@ CHAPTER = "07_jit_and_xla"
 PIECES = ("compile_jaxpr", "leaky_relu_lowering", "cse", "base_lowering_rules", "jit_cache")
 
 
-@pytest.fixture(autouse=True)
-def minijax_own_pieces():
-    yield
-    pieces.reset()
-
-
 @pytest.mark.parametrize("name", PIECES)
 def test_each_solved_piece_alone_passes_its_check(name):
     result = verdict(CHAPTER, name, solved_namespace(CHAPTER, (name,)))

@@ -23,12 +23,6 @@ def verdict(name: str, ns: dict):
     return chapter_verdict(CHAPTER, name, ns)
 
 
-@pytest.fixture(autouse=True)
-def minijax_own_pieces():
-    yield
-    pieces.reset()
-
-
 @pytest.mark.parametrize("name", ["concrete_or_error", "check_valid_tracer"])
 def test_each_solved_piece_alone_passes_its_check(name):
     result = verdict(name, solved_namespace(CHAPTER, SOLVED))

@@ -25,12 +25,6 @@ def _notebook(path, *cells) -> None:
     nbformat.write(notebook, path)
 
 
-@pytest.fixture(autouse=True)
-def _reference_afterwards():
-    yield
-    pieces.reset()
-
-
 SETUP = _cell("import minijax as jax\nfrom minijax import pieces")
 WRITTEN = _cell("calls = []\n\ndef my_backward_pass(*args):\n    calls.append(1)\n"
                 "    return pieces.reference('backward_pass')(*args)\n\n"
