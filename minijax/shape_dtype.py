@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes
-from minijax.array import Array
-from minijax.core import ShapedArray
+from minijax.core import ShapedArray, get_aval
 
 
 class ShapeDtypeStruct:
@@ -56,14 +54,10 @@ def abstractify(x: Any, fun: Callable, name: str) -> ShapedArray:
     ``fun`` and ``name`` (the argument's path, like ``params['w']``) are for the error
     raised when ``x`` is not an array at all (a string, say).
     """
-    if isinstance(x, Array):
-        return x.aval
-    if getattr(x, "dtype", None) == dtypes.float0:  # an integer's cotangent, passed back in
-        return ShapedArray(np.shape(x), dtypes.float0, False)
     try:
         if isinstance(x, str):  # "float32" names a dtype, but is no array
             raise TypeError
-        dtype = dtypes.canonicalize_dtype(dtypes.dtype(x))
+        return get_aval(x)
     except (TypeError, ValueError):
         raise TypeError(
             f"Error interpreting argument to {fun} as an abstract array. The problematic "
@@ -71,4 +65,3 @@ def abstractify(x: Any, fun: Callable, name: str) -> ShapedArray:
             "This typically means that a jit-wrapped function was called with a non-array "
             "argument, and this argument was not marked as static using the static_argnums "
             "or static_argnames parameters of jax.jit.") from None
-    return ShapedArray(np.shape(x), dtype, dtypes.is_weakly_typed(x))
