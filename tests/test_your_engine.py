@@ -10,6 +10,7 @@ import minijax as jax
 import minijax.numpy as jnp
 from booktools.your_engine import install_calls, your_engine
 from minijax import pieces
+from tests.build_it import run_cell
 
 
 def _cell(source: str, exercise: str | None = None) -> nbformat.NotebookNode:
@@ -75,10 +76,7 @@ def test_install_leaves_a_stub_out_and_using_runs_it(capsys):
     source = ("def my_vjp(fun, *primals):\n    '''Your vjp.'''\n    raise NotImplementedError\n\n"
               "class MyTrace:\n    def process_primitive(self, p, args, params):\n"
               "        raise NotImplementedError()\n")
-    import linecache
-
-    linecache.cache["<stub cell>"] = (len(source), None, source.splitlines(True), "<stub cell>")
-    exec(compile(source, "<stub cell>", "exec"), namespace)
+    run_cell(source, namespace)
     for name, stub in (("vjp", namespace["my_vjp"]), ("JVPTrace", namespace["MyTrace"]),
                        ("jvp_rules", {jax.lax.sin_p: namespace["my_vjp"]})):
         pieces.install(name, stub)  # says so, and installs nothing
