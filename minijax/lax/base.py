@@ -1449,6 +1449,8 @@ def _wider_input_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
         tie = dt.kind == "i" or dt == dtypes.bfloat16
         return _KIND_RANK[dt.kind], dt.itemsize, int(tie)
 
+    if a == b:
+        return a
     return builtins.max(a, b, key=rank)  # (``max`` is lax.max here)
 
 
@@ -1507,11 +1509,9 @@ def _dot_general_kernel(lhs: np.ndarray, rhs: np.ndarray, *,
 
     def as_matrices(x: np.ndarray, batch: Sequence[int], rows: Sequence[int],
                     cols: Sequence[int]) -> np.ndarray:
-        x = np.transpose(x, (*batch, *rows, *cols)).astype(acc, copy=False)
-        sizes = [int(np.prod([x.shape[i] for i in range(a, b)], dtype=np.int64))
-                 for a, b in ((len(batch), len(batch) + len(rows)),
-                              (len(batch) + len(rows), x.ndim))]
-        return x.reshape(x.shape[:len(batch)] + tuple(sizes))
+        x = x.transpose(*batch, *rows, *cols).astype(acc, copy=False)
+        b, r = len(batch), len(rows)
+        return x.reshape(*x.shape[:b], math.prod(x.shape[b:b + r]), math.prod(x.shape[b + r:]))
 
     product = np.matmul(as_matrices(lhs, lhs_batch, lhs_free, lhs_contract),
                         as_matrices(rhs, rhs_batch, rhs_contract, rhs_free))
