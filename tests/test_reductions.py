@@ -382,3 +382,37 @@ def test_single_axis_functions_agree_with_numpy(inputs, name):
         expected = expected.astype(x.dtype)  # NumPy widens small integers; JAX does not
     np.testing.assert_allclose(np.asarray(result, np.float64),
                                np.asarray(expected, np.float64), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------
+# Signed zeros: a sum of one element is that element
+# ---------------------------------------------------------------------------------------
+
+NEGATIVE_ZEROS = np.full((1, 2), -0.0, np.float32)
+SIGNED_ZERO_SUMS = {
+    "over a size-1 axis": lambda jnp, x: jnp.sum(x, axis=0),
+    "over no axis": lambda jnp, x: jnp.sum(x, axis=()),
+    "of a scalar": lambda jnp, x: jnp.sum(x[0, 0]),
+    "mean over a size-1 axis": lambda jnp, x: jnp.mean(x, axis=0),
+    "over two elements": lambda jnp, x: jnp.sum(x, axis=1),
+    "complex, over a size-1 axis": lambda jnp, x: jnp.sum(x.astype(jnp.complex64) * -1j - 0.0,
+                                                          axis=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIGNED_ZERO_SUMS))
+def test_sums_keep_the_sign_of_a_zero_as_jax_does(name):
+    """XLA's simplifier makes a reduction of one element per output a reshape: JAX's sum
+    of one -0.0 is -0.0 (eager and jitted), while a real sum starts from +0.0."""
+    import jax.numpy as jjnp
+
+    import minijax
+
+    fn = SIGNED_ZERO_SUMS[name]
+    expected = np.asarray(fn(jjnp, jjnp.asarray(NEGATIVE_ZEROS)))
+    for ours in (fn(jnp, jnp.asarray(NEGATIVE_ZEROS)),
+                 minijax.jit(lambda x: fn(jnp, x))(jnp.asarray(NEGATIVE_ZEROS))):
+        ours = np.asarray(ours)
+        assert ours.dtype == expected.dtype and ours.shape == expected.shape
+        assert np.array_equal(np.signbit(ours.real), np.signbit(expected.real))
+        assert np.array_equal(np.signbit(ours.imag), np.signbit(expected.imag))

@@ -680,11 +680,7 @@ def _trivial_reduce(op: Op) -> tuple[list[Op], Value] | None:
         expected = bool(expected)
     if not _same_bits(identity, np.asarray(expected).astype(x.type.dtype)):
         return None
-    ops, reshaped = _reshape(x, op.result.type)
-    if applies == "stablehlo.add" and x.type.dtype.kind == "f":  # -0.0 + 0.0 is +0.0
-        ops += _arith("stablehlo.add", reshaped, identity)
-        return ops, ops[-1].result
-    return ops, reshaped
+    return _reshape(x, op.result.type)
 
 
 def _reshape(x: Value, type: TensorType) -> tuple[list[Op], Value]:
@@ -738,9 +734,9 @@ def _algebraic(op: Op, uses: dict[Value, int]) -> tuple[list[Op], Value] | None:
 def algebraic_simplification(module: Module) -> Module:
     """Identities that hold bit for bit: ``x * 1``, ``x / 1``, ``x - 0`` and
     ``x + (-0.0)`` are ``x``; ``-(-x)`` is ``x``; a reshape of a reshape is one reshape; a
-    conversion, reshape, transpose or broadcast that changes nothing is dropped; a product
-    (max, min, integer sum...) over dimensions of size 1 is a reshape, and a float sum
-    the reshape plus its init (which turns a ``-0.0`` into ``0.0``, as the sum does).
+    conversion, reshape, transpose or broadcast that changes nothing is dropped; a
+    reduction over dimensions of size 1 is a reshape (as XLA's simplifier has it, so a
+    sum of one ``-0.0`` is ``-0.0`` in JAX, and in minijax's kernel too).
     One rewrite is not exact but is XLA's, so results match JAX's: ``log(exp(x))`` is
     ``x`` (see :func:`_log_of_exp`).
 

@@ -1266,6 +1266,11 @@ def reduced_shape(x: ShapedArray, axes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _reduce_sum_kernel(x: np.ndarray, *, axes: tuple[int, ...], **_: Any) -> Any:
+    """A sum that starts from 0, unless each output sums a single element: XLA's
+    simplifier makes that reduction a reshape (JAX keeps a ``-0.0``, which ``0 + -0.0``
+    would turn into ``0.0``)."""
+    if math.prod(x.shape[a] for a in axes) == 1:
+        return x.reshape([d for i, d in enumerate(x.shape) if i not in axes])
     acc = accumulator(x.dtype)
     out = np.add.reduce(x, axis=axes, dtype=acc, initial=0)
     return out if acc is x.dtype else np.asarray(out, dtype=x.dtype)
