@@ -36,6 +36,7 @@ from minijax import core, dtypes, errors, flags
 from minijax.array import Array, is_jax_value
 from minijax.core import Primitive, ShapedArray, Trace, Tracer
 from minijax.dtypes import ExtendedDType
+from minijax.tree_util import tree_leaves, tree_map
 
 # ---------------------------------------------------------------------------------------
 # Devices and their queues
@@ -443,8 +444,6 @@ def _put_one(x: Any, device: Device | None) -> Any:
 
 def device_put(x: Any, device: Device | None = None) -> Any:
     """Put ``x`` (a pytree) on ``device``; with a device, the result is *committed* to it."""
-    from minijax.tree_util import tree_map
-
     if device is not None and not isinstance(device, Device):
         raise _not_a_device(device)
     return tree_map(lambda leaf: _put_one(leaf, device), x)
@@ -462,10 +461,10 @@ def _not_a_device(value: Any) -> ValueError:
 
 def block_until_ready(x: Any) -> Any:
     """Wait until every array in the pytree ``x`` is computed; return ``x``."""
-    from minijax.tree_util import tree_leaves
-
     for leaf in tree_leaves(x):
-        if isinstance(leaf, Array) and not isinstance(leaf, Tracer):
+        if type(leaf) is Array:  # most leaves: the cheapest test first
+            leaf._wait()
+        elif isinstance(leaf, Array) and not isinstance(leaf, Tracer):
             leaf.block_until_ready()
     return x
 

@@ -94,7 +94,7 @@ class PyTreeDef:
     ``jit`` use them as cache keys.
     """
 
-    __slots__ = ("_type", "_data", "_children", "_kind", "num_leaves", "num_nodes")
+    __slots__ = ("_type", "_data", "_children", "_kind", "num_leaves", "num_nodes", "_hash")
 
     def __init__(self, node_type, node_data, children, kind, num_leaves, num_nodes):
         self._type = node_type
@@ -103,6 +103,7 @@ class PyTreeDef:
         self._kind = kind
         self.num_leaves = num_leaves
         self.num_nodes = num_nodes
+        self._hash: int | None = None  # computed when first asked (``jit`` asks every call)
 
     def children(self) -> list[PyTreeDef]:
         """The treedefs of this node's children (empty for a leaf)."""
@@ -172,7 +173,7 @@ class PyTreeDef:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PyTreeDef):
             return NotImplemented
-        return (
+        return self is other or (
             self._type is other._type
             and self._data == other._data
             and self._children == other._children
@@ -181,7 +182,9 @@ class PyTreeDef:
     def __hash__(self) -> int:
         # Aux data is left out because users may pick unhashable aux data (a list, say).
         # Equal treedefs still hash equally, which is all a dict needs.
-        return hash((self._type, self._children))
+        if self._hash is None:
+            self._hash = hash((self._type, self._children))
+        return self._hash
 
     def __repr__(self) -> str:
         return f"PyTreeDef({self._show()})"

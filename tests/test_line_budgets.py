@@ -15,13 +15,13 @@ from booktools.layers import LAYERS, lines_per_layer
 # transformation layers with the base primitives (``lax/base.py``); the transformation
 # layer, the heart of chapters 04-07, aims at about 3,000 lines.
 BUDGETS = {
-    "utilities": 1_301,
-    "core": 2_484,
+    "utilities": 1_304,
+    "core": 2_491,
     "transformations": 3_036,
-    "primitives": 7_438,
-    "api": 1_622,
+    "primitives": 7_443,
+    "api": 1_624,
     "breadth": 11_049,
-    "backends": 3_331,
+    "backends": 3_327,
     "package": 424,
 }
 

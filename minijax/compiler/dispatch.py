@@ -27,11 +27,12 @@ from minijax.tree_util import PyTreeDef
 class CacheEntry:
     """One traced signature: the equation's params (which hold the jaxpr), the inputs'
     tree, types and names, the outputs' tree and types, whether the program prints (then
-    a call waits for the device, so that the output appears in program order), and the
-    compiled program (made on the first eager call)."""
+    a call waits for the device, so that the output appears in program order), whether
+    an output is float0 (handed out as NumPy's), and the compiled program (made on the
+    first eager call)."""
 
     __slots__ = ("params", "in_tree", "in_avals", "arg_names", "out_avals", "out_tree",
-                 "has_effects", "inline", "program")
+                 "has_effects", "has_float0", "inline", "program")
 
     def __init__(self, params: dict[str, Any], in_tree: PyTreeDef,
                  arg_names: Sequence[str], out_tree: PyTreeDef, inline: bool) -> None:
@@ -42,6 +43,7 @@ class CacheEntry:
         self.out_avals = params["jaxpr"].out_avals
         self.out_tree = out_tree
         self.has_effects = has_effects(params["jaxpr"].jaxpr)
+        self.has_float0 = any(aval.dtype == float0 for aval in self.out_avals)
         self.inline = inline
         self.program: Program | None = None
 
@@ -85,7 +87,7 @@ def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Any]:
         if out._value is not None and any(np.may_share_memory(out._value, x)
                                           for x in borrowed):
             out._value = np.array(out._value)
-    return float0_as_numpy(outs)
+    return float0_as_numpy(outs) if entry.has_float0 else outs
 
 
 def _borrow(x: Any, borrowed: list[np.ndarray]) -> Array:
