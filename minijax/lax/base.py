@@ -1508,7 +1508,7 @@ def _dot_general_kernel(lhs: np.ndarray, rhs: np.ndarray, *,
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     lhs_free = _free_dims(lhs.ndim, lhs_batch, lhs_contract)
     rhs_free = _free_dims(rhs.ndim, rhs_batch, rhs_contract)
-    out_shape = _dot_output_shape(lhs, rhs, dimension_numbers)
+    out_shape = [lhs.shape[d] for d in (*lhs_batch, *lhs_free)] + [rhs.shape[d] for d in rhs_free]
     out_dtype = preferred_element_type or _wider_input_dtype(lhs.dtype, rhs.dtype)
     acc = _compute_dtype(lhs.dtype, rhs.dtype, out_dtype)
 

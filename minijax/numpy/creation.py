@@ -37,6 +37,8 @@ def _contains_arrays(obj: Any) -> bool:
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None
             ) -> Any:
     """``a`` as an array, without copying if it already is one of the right dtype."""
+    if dtype is None and not copy and isinstance(a, (Array, Tracer)):
+        return a  # (the common case, in every ``jnp`` function: nothing to do)
     if dtype is not None:
         dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "asarray")
     return array(a, dtype=dtype, copy=False if copy is None else copy)
