@@ -84,9 +84,10 @@ def dispatch(entry: CacheEntry, leaves: Sequence[Any]) -> list[Any]:
     if waits:
         device.synchronize()
     for out in outs if borrowed else ():  # an output may be an input, or a view of one
-        if out._value is not None and any(np.may_share_memory(out._value, x)
-                                          for x in borrowed):
-            out._value = np.array(out._value)
+        value = out._value  # (one that owns its memory, ``base is None``, is neither)
+        if value is not None and value.base is not None and any(
+                np.may_share_memory(value, x) for x in borrowed):
+            out._value = np.array(value)
     return float0_as_numpy(outs) if entry.has_float0 else outs
 
 
